@@ -1,0 +1,34 @@
+# The two commands of the README:
+#   make run    set up everything from a fresh clone and run the service (web, worker, beat)
+#   make test   run the whole test suite (PostgreSQL + Redis when reachable, then SQLite)
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: run test venv lint
+
+$(VENV)/.installed: requirements.txt
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	@touch $@
+
+venv: $(VENV)/.installed
+
+run: venv
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py demo_license --base-url http://$(HOST):$(PORT)
+	@bash -c 'trap "kill 0" EXIT; \
+	  $(VENV)/bin/celery -A helpdesk worker --beat --loglevel=INFO --concurrency=2 \
+	    --schedule=var/celerybeat-schedule & \
+	  $(PY) manage.py runserver $(HOST):$(PORT) --noreload'
+
+test: venv
+	@bash tests/run.sh
+
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .

@@ -1,0 +1,148 @@
+"""Licenses, agents and teams. Viewsets are declarations; writes go to accounts.services."""
+
+from django.db.models import Prefetch
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.response import Response
+
+from accounts import services
+from accounts.api.serializers import (
+    OWN_PROFILE_FIELDS,
+    AgentBulkUpdateSerializer,
+    AgentCreateSerializer,
+    AgentDocSerializer,
+    AgentSerializer,
+    AgentWriteSerializer,
+    LicenseSerializer,
+    LicenseUpdateSerializer,
+    TeamBulkUpdateSerializer,
+    TeamCreateSerializer,
+    TeamDocSerializer,
+    TeamSerializer,
+    TeamWriteSerializer,
+)
+from accounts.models import STATUS_ACTIVE, Agent, License, Team
+from helpdesk.api.permissions import EVERYONE, OWNERS, WRITERS
+from helpdesk.api.tenancy import LicenseScopedViewSet
+
+
+class LicenseViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
+    """A license is the tenant itself: an agent sees the licenses it is an active member of."""
+
+    serializer_class = LicenseSerializer
+    lookup_value_regex = "[^/]+"
+    roles = {"partial_update": OWNERS}
+
+    def get_queryset(self):
+        return License.objects.filter(
+            agents__account=self.request.user, agents__status=STATUS_ACTIVE
+        ).order_by("pk")
+
+    def get_object(self):
+        # Only the license the request is scoped to: another (even the caller's other one) is a 404.
+        if str(self.request.license.pk) != self.kwargs["pk"]:
+            from rest_framework.exceptions import NotFound
+
+            raise NotFound()
+        return self.request.license
+
+    @property
+    def license_required(self):
+        return self.action not in ("list", "create")
+
+    def retrieve(self, request, pk=None):
+        return Response(LicenseSerializer(self.get_object()).data)
+
+    @extend_schema(request=LicenseUpdateSerializer, responses=LicenseSerializer)
+    def partial_update(self, request, pk=None):
+        license = self.get_object()
+        serializer = LicenseUpdateSerializer(data=request.data, context={"request": request})
+        serializer.is_valid(raise_exception=True)
+        license = services.license_update(license=license, data=serializer.validated_data)
+        return Response(LicenseSerializer(license).data)
+
+
+def _agent_queryset():
+    return Agent.objects.prefetch_related(
+        Prefetch("teams", queryset=Team.objects.only("id")),
+        Prefetch("autoassignment_teams", queryset=Team.objects.only("id")),
+    ).order_by("created_at", "id")
+
+
+class AgentViewSet(
+    mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin, LicenseScopedViewSet
+):
+    queryset = _agent_queryset()
+    serializer_class = AgentSerializer
+    roles = {"partial_update": WRITERS}  # normal agents: own profile only, checked below
+
+    @extend_schema(request=AgentCreateSerializer, responses={201: AgentSerializer})
+    def create(self, request):
+        serializer = AgentCreateSerializer(data=request.data, context={"request": request})
+        serializer.is_valid(raise_exception=True)
+        agent = services.agent_create(license=request.license, **serializer.validated_data)
+        return Response(AgentSerializer(self.get_queryset().get(pk=agent.pk)).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=AgentWriteSerializer, responses=AgentSerializer)
+    def partial_update(self, request, pk=None):
+        agent = self.get_object()
+        if not request.agent.is_owner:
+            if agent.pk != request.agent.pk:
+                raise PermissionDenied("Only owners can change other agents.")
+            forbidden = sorted(set(request.data) - OWN_PROFILE_FIELDS) if isinstance(request.data, dict) else []
+            if forbidden:
+                raise PermissionDenied(f"Only owners can change {', '.join(forbidden)}.")
+        serializer = AgentWriteSerializer(data=request.data, context={"request": request})
+        serializer.is_valid(raise_exception=True)
+        services.agent_update(agent=agent, **serializer.validated_data)
+        return Response(AgentSerializer(self.get_queryset().get(pk=agent.pk)).data)
+
+    @extend_schema(request=AgentBulkUpdateSerializer, responses=AgentDocSerializer(many=True))
+    def bulk_update(self, request):
+        serializer = AgentBulkUpdateSerializer(data=request.data, context={"request": request})
+        serializer.is_valid(raise_exception=True)
+        agents = services.agents_bulk_update(
+            agents=serializer.validated_data["ids"], fields=serializer.validated_data["fields"]
+        )
+        fresh = self.get_queryset().in_bulk([agent.pk for agent in agents])
+        return Response(AgentDocSerializer([fresh[agent.pk] for agent in agents], many=True).data)
+
+    def perform_destroy(self, instance):
+        services.agent_delete(agent=instance)
+
+
+class TeamViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin, LicenseScopedViewSet):
+    queryset = Team.objects.order_by("created_at", "id")
+    serializer_class = TeamSerializer
+    roles = {"list": EVERYONE, "retrieve": EVERYONE}
+
+    @extend_schema(request=TeamCreateSerializer, responses={201: TeamSerializer})
+    def create(self, request):
+        serializer = TeamCreateSerializer(data=request.data, context={"request": request})
+        serializer.is_valid(raise_exception=True)
+        team = services.team_create(license=request.license, **serializer.validated_data)
+        return Response(TeamSerializer(team).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=TeamWriteSerializer, responses=TeamSerializer)
+    def partial_update(self, request, pk=None):
+        team = self.get_object()
+        serializer = TeamWriteSerializer(data=request.data, context={"request": request})
+        serializer.is_valid(raise_exception=True)
+        team = services.team_update(team=team, **serializer.validated_data)
+        return Response(TeamSerializer(team).data)
+
+    @extend_schema(request=TeamBulkUpdateSerializer, responses=TeamDocSerializer(many=True))
+    def bulk_update(self, request):
+        serializer = TeamBulkUpdateSerializer(data=request.data, context={"request": request})
+        serializer.is_valid(raise_exception=True)
+        teams = services.teams_bulk_update(
+            license=request.license, teams=serializer.validated_data["ids"], fields=serializer.validated_data["fields"]
+        )
+        return Response(TeamDocSerializer(teams, many=True).data)
+
+    def perform_destroy(self, instance):
+        services.team_delete(team=instance)
+
+
+

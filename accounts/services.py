@@ -1,0 +1,295 @@
+"""Writes of the accounts domain. Every write goes through here: the API, the admin and the commands.
+
+Invariants kept here (and nowhere else): exactly one default team per license; at least one active owner;
+related IDs belong to the same license; tokens are stored only as hashes.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from accounts.models import (
+    ROLE_OWNER,
+    STATUS_ACTIVE,
+    Account,
+    Agent,
+    License,
+    PersonalAccessToken,
+    Team,
+    default_license_settings,
+    default_license_source,
+)
+from helpdesk.api.authentication import MIN_SCOPE, hash_token
+from helpdesk.api.errors import Conflict, field_error
+from helpdesk.context import current_actor
+
+DEFAULT_TOKEN_SCOPES = [MIN_SCOPE, "accounts--all:rw"]
+DEFAULT_TEAM_NAME = "General"
+
+
+# --- stamps -------------------------------------------------------------------------------------------
+
+
+def _stamp_create(obj) -> None:
+    actor = current_actor()
+    now = timezone.now()
+    obj.created_at = obj.updated_at = now
+    obj.created_by_type = actor.created_by_type
+    if isinstance(obj, License):
+        obj.created_by = obj.updated_by = str(actor.id or "")
+    else:
+        obj.created_by = obj.updated_by = actor.id
+
+
+def _stamp_update(obj) -> None:
+    actor = current_actor()
+    obj.updated_at = timezone.now()
+    obj.updated_by = str(actor.id or "") if isinstance(obj, License) else actor.id
+
+
+# --- accounts and tokens ------------------------------------------------------------------------------
+
+
+def account_get_or_create(*, email: str, name: str = "") -> Account:
+    email = email.strip().lower()
+    account = Account.objects.filter(email__iexact=email).first()
+    if account is None:
+        account = Account.objects.create_user(email=email, name=name)
+    return account
+
+
+def token_issue(*, account: Account, name: str = "", scopes: list[str] | None = None) -> tuple[PersonalAccessToken, str]:
+    """Create a token; the plaintext is returned once and never stored."""
+    plaintext = settings.HELPDESK_TOKEN_PREFIX + secrets.token_urlsafe(30)  # 240 bits
+    token = PersonalAccessToken.objects.create(
+        account=account,
+        name=name,
+        hint=plaintext[:8],
+        token_hash=hash_token(plaintext),
+        scopes=list(scopes or DEFAULT_TOKEN_SCOPES),
+    )
+    return token, plaintext
+
+
+def token_revoke(*, token: PersonalAccessToken) -> PersonalAccessToken:
+    if token.revoked_at is None:
+        token.revoked_at = timezone.now()
+        token.save(update_fields=["revoked_at"])
+    return token
+
+
+# --- licenses -----------------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def license_create(
+    *,
+    owner_email: str,
+    owner_name: str = "",
+    company_name: str = "",
+    source: dict | None = None,
+) -> License:
+    """A license with its default team and an active owner agent (the account is created if needed)."""
+    account = account_get_or_create(email=owner_email, name=owner_name)
+    settings_ = default_license_settings() | ({"companyName": company_name} if company_name else {})
+    license = License(settings=settings_, source=default_license_source() | (source or {}))
+    _stamp_create(license)
+    license.save()
+    team = Team(license=license, name=DEFAULT_TEAM_NAME)
+    _stamp_create(team)
+    team.save()
+    license.default_team = team
+    license.save(update_fields=["default_team"])
+    owner = Agent(
+        license=license,
+        account=account,
+        email=account.email,
+        name=owner_name or account.name,
+        roles=[ROLE_OWNER],
+        status=STATUS_ACTIVE,
+    )
+    _stamp_create(owner)
+    owner.save()
+    owner.teams.add(team)
+    return license
+
+
+@transaction.atomic
+def license_update(*, license: License, data: dict) -> License:
+    """PATCH of a license: defaultTeamID, defaultTemplateID and settings (merged)."""
+    license = License.objects.select_for_update().get(pk=license.pk)
+    if "default_team" in data:
+        team = data["default_team"]
+        if team.license_id != license.pk:
+            raise field_error("defaultTeamID", "No such team in this license.")
+        license.default_team = team
+    if "default_template" in data:
+        template = data["default_template"]
+        if template.license_id != license.pk:
+            raise field_error("defaultTemplateID", "No such template in this license.")
+        license.default_template = template
+    if "settings" in data:
+        license.settings = {**license.settings, **data["settings"]}
+    _stamp_update(license)
+    license.save()
+    return license
+
+
+# --- teams ----------------------------------------------------------------------------------------------
+
+
+def _same_license(license: License, objects, field: str) -> None:
+    for obj in objects:
+        if obj.license_id != license.pk:
+            raise field_error(field, f"'{obj.pk}' does not exist in this license.")
+
+
+def _check_team_name(license: License, name: str, exclude=None) -> None:
+    clash = Team.objects.for_license(license).filter(name__iexact=name)
+    if exclude is not None:
+        clash = clash.exclude(pk=exclude.pk)
+    if clash.exists():
+        raise field_error("name", "A team with this name already exists.", code="unique")
+
+
+_TEAM_FIELDS = ("name", "settings", "reply_address_id", "reply_name", "template", "integrations")
+
+
+@transaction.atomic
+def team_create(*, license: License, name: str, autoassignment_agents=None, **fields) -> Team:
+    _check_team_name(license, name)
+    if fields.get("template") is not None:
+        _same_license(license, [fields["template"]], "templateID")
+    team = Team(license=license, name=name)
+    _apply_team_fields(team, fields)
+    _stamp_create(team)
+    team.save()
+    if autoassignment_agents:
+        _same_license(license, autoassignment_agents, "autoassignmentAgentIDs")
+        team.autoassignment_agents.set(autoassignment_agents)
+    return team
+
+
+def _apply_team_fields(team: Team, fields: dict) -> None:
+    for key, value in fields.items():
+        if key not in _TEAM_FIELDS:
+            raise TypeError(f"unknown team field {key}")
+        if key == "settings":
+            value = {**team.settings, **value}
+        setattr(team, key, value)
+
+
+@transaction.atomic
+def team_update(*, team: Team, autoassignment_agents=None, **fields) -> Team:
+    license = team.license
+    if "name" in fields:
+        _check_team_name(license, fields["name"], exclude=team)
+    if fields.get("template") is not None:
+        _same_license(license, [fields["template"]], "templateID")
+    _apply_team_fields(team, fields)
+    _stamp_update(team)
+    team.save()
+    if autoassignment_agents is not None:
+        _same_license(license, autoassignment_agents, "autoassignmentAgentIDs")
+        team.autoassignment_agents.set(autoassignment_agents)
+    return team
+
+
+@transaction.atomic
+def teams_bulk_update(*, license: License, teams: list[Team], fields: dict) -> list[Team]:
+    return [team_update(team=team, **fields) for team in teams]
+
+
+@transaction.atomic
+def team_delete(*, team: Team) -> None:
+    license = License.objects.select_for_update().get(pk=team.license_id)
+    if license.default_team_id == team.pk:
+        raise Conflict("The default team cannot be deleted; make another team the default first.", code="default_team")
+    team.delete()
+
+
+# --- agents ---------------------------------------------------------------------------------------------
+
+_AGENT_FIELDS = (
+    "name", "roles", "status", "avatar", "job_title", "flags", "settings", "autoassignment",
+    "signature_text", "signature_rich_text",
+)  # fmt: skip
+
+
+def _apply_agent_fields(agent: Agent, fields: dict) -> None:
+    for key, value in fields.items():
+        if key not in _AGENT_FIELDS:
+            raise TypeError(f"unknown agent field {key}")
+        if key in ("flags", "settings"):
+            value = {**getattr(agent, key), **value}
+        setattr(agent, key, value)
+
+
+def _active_owner_ids(license: License) -> set:
+    return {
+        pk
+        for pk, roles in Agent.objects.for_license(license).filter(status=STATUS_ACTIVE).values_list("id", "roles")
+        if ROLE_OWNER in roles
+    }
+
+
+def _keep_an_owner(license: License, agent: Agent, *, leaving: bool) -> None:
+    """Refuse a change that would leave the license without an active owner (409)."""
+    License.objects.select_for_update().get(pk=license.pk)  # serialize owner changes per license
+    owners = _active_owner_ids(license)
+    still_owner = not leaving and agent.status == STATUS_ACTIVE and ROLE_OWNER in agent.roles
+    if agent.pk in owners and not still_owner and len(owners) == 1:
+        raise Conflict("A license must keep at least one active owner.", code="last_owner")
+
+
+def _set_agent_relations(agent: Agent, teams, autoassignment_teams) -> None:
+    license = agent.license
+    if teams is not None:
+        _same_license(license, teams, "teamIDs")
+        agent.teams.set(teams)
+    if autoassignment_teams is not None:
+        _same_license(license, autoassignment_teams, "autoassignmentTeamIDs")
+        agent.autoassignment_teams.set(autoassignment_teams)
+
+
+@transaction.atomic
+def agent_create(
+    *, license: License, email: str, roles: list[str], teams=None, autoassignment_teams=None, **fields
+) -> Agent:
+    email = email.strip().lower()
+    if Agent.objects.for_license(license).filter(email__iexact=email).exists():
+        raise field_error("email", "An agent with this e-mail already exists in this license.", code="unique")
+    account = account_get_or_create(email=email, name=fields.get("name", ""))
+    agent = Agent(license=license, account=account, email=email, roles=roles)
+    _apply_agent_fields(agent, fields)
+    _stamp_create(agent)
+    agent.save()
+    _set_agent_relations(agent, teams, autoassignment_teams)
+    return agent
+
+
+@transaction.atomic
+def agent_update(*, agent: Agent, teams=None, autoassignment_teams=None, **fields) -> Agent:
+    agent = Agent.objects.select_for_update().select_related("license").get(pk=agent.pk)
+    _apply_agent_fields(agent, fields)
+    if "roles" in fields or "status" in fields:
+        _keep_an_owner(agent.license, agent, leaving=False)
+    _stamp_update(agent)
+    agent.save()
+    _set_agent_relations(agent, teams, autoassignment_teams)
+    return agent
+
+
+@transaction.atomic
+def agents_bulk_update(*, agents: list[Agent], fields: dict) -> list[Agent]:
+    return [agent_update(agent=agent, **fields) for agent in agents]
+
+
+@transaction.atomic
+def agent_delete(*, agent: Agent) -> None:
+    _keep_an_owner(agent.license, agent, leaving=True)
+    agent.delete()

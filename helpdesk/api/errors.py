@@ -1,0 +1,142 @@
+"""One error shape for every layer: {"error": summary, "code": stable_code, "details": object|list|null}."""
+
+from __future__ import annotations
+
+import logging
+
+from django.core.exceptions import PermissionDenied, RequestDataTooBig
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import Http404, JsonResponse
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+
+log = logging.getLogger(__name__)
+
+
+class Conflict(exceptions.APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "The request conflicts with the current state of the resource."
+    default_code = "conflict"
+
+    def __init__(self, detail=None, code=None, details=None):
+        super().__init__(detail, code)
+        self.details = details
+
+
+class PaymentRequired(exceptions.APIException):
+    status_code = status.HTTP_402_PAYMENT_REQUIRED
+    default_detail = "The payment was declined."
+    default_code = "card_declined"
+
+
+class PayloadTooLarge(exceptions.APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_detail = "The request body is too large."
+    default_code = "payload_too_large"
+
+
+class BadRequest(exceptions.APIException):
+    """A 400 with a chosen code and optional details (for checks outside serializers)."""
+
+    status_code = status.HTTP_400_BAD_REQUEST
+    default_detail = "Invalid request."
+    default_code = "invalid"
+
+    def __init__(self, detail=None, code=None, details=None):
+        super().__init__(detail, code)
+        self.details = details
+
+
+def field_error(field: str, message: str, code: str = "invalid") -> BadRequest:
+    return BadRequest(f"Invalid value for '{field}': {message}", code=code, details={field: [message]})
+
+
+_CODES = {
+    400: "invalid",
+    401: "not_authenticated",
+    403: "permission_denied",
+    404: "not_found",
+    405: "method_not_allowed",
+    406: "not_acceptable",
+    409: "conflict",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    429: "throttled",
+    500: "server_error",
+}
+
+
+def error_body(status_code: int, error: str, code: str | None = None, details=None) -> dict:
+    return {"error": error, "code": code or _CODES.get(status_code, "error"), "details": details}
+
+
+def _flatten_first(details) -> str:
+    """A readable one-line summary of DRF's validation details, naming the field."""
+    if isinstance(details, dict):
+        for key, value in details.items():
+            inner = _flatten_first(value)
+            if key == "non_field_errors":
+                return inner
+            return f"{key}: {inner}" if not inner.startswith(f"{key}") else inner
+    if isinstance(details, list) and details:
+        return _flatten_first(details[0])
+    return str(details)
+
+
+def _plain(details):
+    if isinstance(details, dict):
+        return {key: _plain(value) for key, value in details.items()}
+    if isinstance(details, list):
+        return [_plain(value) for value in details]
+    return str(details)
+
+
+def exception_handler(exc, context):
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound()
+    elif isinstance(exc, PermissionDenied):
+        exc = exceptions.PermissionDenied()
+    elif isinstance(exc, RequestDataTooBig):
+        exc = PayloadTooLarge()
+    elif isinstance(exc, DjangoValidationError):
+        details = exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}
+        exc = exceptions.ValidationError(details)
+
+    if not isinstance(exc, exceptions.APIException):
+        log.exception("Unhandled error in %s", context.get("view").__class__.__name__ if context else "?")
+        return Response(error_body(500, "Internal server error."), status=500)
+
+    headers = {}
+    if getattr(exc, "auth_header", None):
+        headers["WWW-Authenticate"] = exc.auth_header
+    if getattr(exc, "wait", None) is not None:
+        headers["Retry-After"] = str(int(exc.wait) + (0 if float(exc.wait).is_integer() else 1))
+    if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
+        headers["WWW-Authenticate"] = 'Basic realm="helpdesk"'
+
+    if isinstance(exc, exceptions.ValidationError):
+        details = _plain(exc.detail)
+        if isinstance(details, list):
+            details = {"non_field_errors": details}
+        body = error_body(400, f"Invalid request: {_flatten_first(details)}", "invalid", details)
+    else:
+        code = exc.get_codes() if isinstance(exc.get_codes(), str) else None
+        body = error_body(exc.status_code, str(exc.detail), code, getattr(exc, "details", None))
+    response = Response(body, status=exc.status_code, headers=headers)
+    return response
+
+
+def json_error(status_code: int, error: str, code: str | None = None, details=None, **headers) -> JsonResponse:
+    """For layers outside DRF (middleware, Django's 404/500 handlers on /v1)."""
+    response = JsonResponse(error_body(status_code, error, code, details), status=status_code)
+    for key, value in headers.items():
+        response[key.replace("_", "-")] = value
+    return response
+
+
+def handler404(request, exception=None):
+    return json_error(404, "Not found.")
+
+
+def handler500(request):
+    return json_error(500, "Internal server error.")

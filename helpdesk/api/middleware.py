@@ -1,0 +1,32 @@
+"""Per-request set-up for the API: the actor context (IP, User-Agent) and the User-Agent rule."""
+
+from django.conf import settings
+
+from helpdesk.api.errors import json_error
+from helpdesk.context import HELPDESK_SYSTEM, Actor, reset_actor, set_actor
+
+
+def client_ip(request) -> str:
+    # Behind a proxy, configure it to set REMOTE_ADDR (or use a trusted-proxy middleware).
+    return request.META.get("REMOTE_ADDR", "")
+
+
+class ApiRequestMiddleware:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        user_agent = request.META.get("HTTP_USER_AGENT", "")
+        is_api = request.path.startswith("/v1/")
+        if (
+            is_api
+            and settings.HELPDESK_REQUIRE_USER_AGENT
+            and not user_agent.strip()
+            and request.path not in ("/v1/docs", "/v1/docs/")
+        ):
+            return json_error(400, "A User-Agent header is required.", "user_agent_required")
+        token = set_actor(Actor(type=HELPDESK_SYSTEM, ip=client_ip(request), user_agent=user_agent[:512]))
+        try:
+            return self.get_response(request)
+        finally:
+            reset_actor(token)

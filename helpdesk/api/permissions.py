@@ -1,0 +1,55 @@
+"""Roles decide what an agent may do (the contract's table). Views declare it; this class enforces it."""
+
+from rest_framework import exceptions, permissions
+
+from accounts.models import ROLE_NORMAL, ROLE_OWNER, ROLE_VIEWER
+
+EVERYONE = frozenset({ROLE_OWNER, ROLE_NORMAL, ROLE_VIEWER})
+OWNERS = frozenset({ROLE_OWNER})
+WRITERS = frozenset({ROLE_OWNER, ROLE_NORMAL})
+
+
+class NoLicense(exceptions.PermissionDenied):
+    default_detail = "This account is not an active agent of any license yet (create one with POST /v1/licenses)."
+    default_code = "no_license"
+
+
+class InsufficientScope(exceptions.PermissionDenied):
+    default_detail = "This token is read-only."
+    default_code = "insufficient_scope"
+
+
+class RolePermission(permissions.BasePermission):
+    """`view.roles` maps an action to the roles allowed; unlisted actions: reads for all, writes for owners.
+
+    A view with `license_required = False` (license creation, listing) may be used before the account has
+    a license. A token whose scopes are all read-only (`:ro`) never writes.
+    """
+
+    def has_permission(self, request, view):
+        if request.user is None:
+            raise exceptions.NotAuthenticated()
+        token = getattr(request, "token", None)
+        if (
+            request.method not in permissions.SAFE_METHODS
+            and token is not None
+            and not any(scope.endswith(":rw") for scope in token.scopes)
+        ):
+            raise InsufficientScope()
+        if not getattr(view, "license_required", True):
+            return True
+        agent = getattr(request, "agent", None)
+        if agent is None:
+            raise NoLicense()
+        allowed = self.allowed_roles(request, view)
+        if not set(agent.roles) & allowed:
+            raise exceptions.PermissionDenied("Your role does not allow this operation.")
+        return True
+
+    @staticmethod
+    def allowed_roles(request, view) -> frozenset:
+        roles = getattr(view, "roles", {})
+        action = getattr(view, "action", None)
+        if action in roles:
+            return roles[action]
+        return EVERYONE if request.method in permissions.SAFE_METHODS else OWNERS

@@ -1,0 +1,35 @@
+"""Base serializers: unknown body fields are a 400 naming them (no silent ignore, no mass assignment)."""
+
+from rest_framework import serializers
+
+from helpdesk.api.renderers import iso
+
+
+class StrictSerializer(serializers.Serializer):
+    default_error_messages = {"invalid": "Expected a JSON object."}
+
+    def to_internal_value(self, data):
+        if not isinstance(data, dict):
+            raise serializers.ValidationError({"non_field_errors": ["Expected a JSON object."]})
+        writable = {name for name, field in self.fields.items() if not field.read_only}
+        unknown = sorted(set(data) - writable)
+        if unknown:
+            raise serializers.ValidationError({name: ["Unknown field."] for name in unknown})
+        return super().to_internal_value(data)
+
+
+class TimestampField(serializers.DateTimeField):
+    """Output in the contract's form: UTC with milliseconds and `Z`."""
+
+    def to_representation(self, value):
+        return iso(value)
+
+
+class StampedOutputSerializer(serializers.Serializer):
+    """createdAt/createdBy/createdByType/updatedAt/updatedBy, shared by every stamped resource."""
+
+    createdAt = TimestampField(source="created_at", read_only=True)
+    createdBy = serializers.CharField(source="created_by", read_only=True, allow_null=True)
+    createdByType = serializers.CharField(source="created_by_type", read_only=True)
+    updatedAt = TimestampField(source="updated_at", read_only=True)
+    updatedBy = serializers.CharField(source="updated_by", read_only=True, allow_null=True)

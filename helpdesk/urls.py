@@ -1,0 +1,17 @@
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularJSONAPIView, SpectacularRedocView
+
+handler404 = "helpdesk.api.errors.handler404"
+handler500 = "helpdesk.api.errors.handler500"
+
+api_v1 = [
+    path("openapi.json", SpectacularJSONAPIView.as_view(), name="openapi"),
+    path("docs", SpectacularRedocView.as_view(url_name="openapi"), name="docs"),
+    path("", include("accounts.api.urls")),
+]
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("v1/", include(api_v1)),
+]

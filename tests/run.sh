@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The whole test suite: first against PostgreSQL and Redis (when reachable; under CI=true they must be),
+# then on the embedded default (SQLite, no Redis) so that it stays honest.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PY=.venv/bin/python
+PG_URL=${TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/helpdesk}
+REDIS=${TEST_REDIS_URL:-redis://127.0.0.1:6379/15}
+
+reachable() { # host port
+  $PY - "$1" "$2" <<'PYEOF'
+import socket, sys
+try:
+    socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=2).close()
+except OSError:
+    sys.exit(1)
+PYEOF
+}
+hostport() { $PY -c "import sys, urllib.parse as u; p = u.urlparse(sys.argv[1]); print(p.hostname or '127.0.0.1', p.port or sys.argv[2])" "$1" "$2"; }
+
+status=0
+if reachable $(hostport "$PG_URL" 5432) && reachable $(hostport "$REDIS" 6379); then
+  echo "== PostgreSQL + Redis"
+  DATABASE_URL=$PG_URL REDIS_URL=$REDIS HELPDESK_TEST_BACKENDS=postgres,redis $PY -m pytest "$@" || status=1
+elif [ "${CI:-}" = "true" ]; then
+  echo "PostgreSQL ($PG_URL) or Redis ($REDIS) is not reachable, and CI=true makes that a failure." >&2
+  exit 1
+else
+  echo "== PostgreSQL or Redis not reachable: only the SQLite run (CI would fail here)"
+fi
+
+echo "== SQLite (embedded default)"
+env -u DATABASE_URL -u REDIS_URL HELPDESK_VAR_DIR="$(mktemp -d)" HELPDESK_TEST_BACKENDS=sqlite $PY -m pytest "$@" || status=1
+exit $status

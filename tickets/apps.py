@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class TicketsConfig(AppConfig):
+    name = "tickets"
+    default_auto_field = "django.db.models.BigAutoField"
