@@ -9,6 +9,10 @@ api_v1 = [
     path("openapi.json", SpectacularJSONAPIView.as_view(), name="openapi"),
     path("docs", SpectacularRedocView.as_view(url_name="openapi"), name="docs"),
     path("", include("accounts.api.urls")),
+    path("", include("templates_app.api.urls")),
+    path("", include("tickets.api.urls")),
+    path("", include("billing.api.urls")),
+    path("", include("audit.api.urls")),
 ]
 
 urlpatterns = [

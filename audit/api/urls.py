@@ -1,0 +1,4 @@
+from helpdesk.api.routers import ApiRouter
+
+router = ApiRouter()
+urlpatterns = router.urls
