@@ -34,7 +34,7 @@ DEFAULT_TEAM_NAME = "General"
 # --- stamps -------------------------------------------------------------------------------------------
 
 
-def _stamp_create(obj) -> None:
+def stamp_create(obj) -> None:
     actor = current_actor()
     now = timezone.now()
     obj.created_at = obj.updated_at = now
@@ -45,7 +45,7 @@ def _stamp_create(obj) -> None:
         obj.created_by = obj.updated_by = actor.id
 
 
-def _stamp_update(obj) -> None:
+def stamp_update(obj) -> None:
     actor = current_actor()
     obj.updated_at = timezone.now()
     obj.updated_by = str(actor.id or "") if isinstance(obj, License) else actor.id
@@ -97,10 +97,10 @@ def license_create(
     account = account_get_or_create(email=owner_email, name=owner_name)
     settings_ = default_license_settings() | ({"companyName": company_name} if company_name else {})
     license = License(settings=settings_, source=default_license_source() | (source or {}))
-    _stamp_create(license)
+    stamp_create(license)
     license.save()
     team = Team(license=license, name=DEFAULT_TEAM_NAME)
-    _stamp_create(team)
+    stamp_create(team)
     team.save()
     license.default_team = team
     license.save(update_fields=["default_team"])
@@ -112,7 +112,7 @@ def license_create(
         roles=[ROLE_OWNER],
         status=STATUS_ACTIVE,
     )
-    _stamp_create(owner)
+    stamp_create(owner)
     owner.save()
     owner.teams.add(team)
     return license
@@ -134,7 +134,7 @@ def license_update(*, license: License, data: dict) -> License:
         license.default_template = template
     if "settings" in data:
         license.settings = {**license.settings, **data["settings"]}
-    _stamp_update(license)
+    stamp_update(license)
     license.save()
     return license
 
@@ -166,7 +166,7 @@ def team_create(*, license: License, name: str, autoassignment_agents=None, **fi
         _same_license(license, [fields["template"]], "templateID")
     team = Team(license=license, name=name)
     _apply_team_fields(team, fields)
-    _stamp_create(team)
+    stamp_create(team)
     team.save()
     if autoassignment_agents:
         _same_license(license, autoassignment_agents, "autoassignmentAgentIDs")
@@ -191,7 +191,7 @@ def team_update(*, team: Team, autoassignment_agents=None, **fields) -> Team:
     if fields.get("template") is not None:
         _same_license(license, [fields["template"]], "templateID")
     _apply_team_fields(team, fields)
-    _stamp_update(team)
+    stamp_update(team)
     team.save()
     if autoassignment_agents is not None:
         _same_license(license, autoassignment_agents, "autoassignmentAgentIDs")
@@ -266,7 +266,7 @@ def agent_create(
     account = account_get_or_create(email=email, name=fields.get("name", ""))
     agent = Agent(license=license, account=account, email=email, roles=roles)
     _apply_agent_fields(agent, fields)
-    _stamp_create(agent)
+    stamp_create(agent)
     agent.save()
     _set_agent_relations(agent, teams, autoassignment_teams)
     return agent
@@ -278,7 +278,7 @@ def agent_update(*, agent: Agent, teams=None, autoassignment_teams=None, **field
     _apply_agent_fields(agent, fields)
     if "roles" in fields or "status" in fields:
         _keep_an_owner(agent.license, agent, leaving=False)
-    _stamp_update(agent)
+    stamp_update(agent)
     agent.save()
     _set_agent_relations(agent, teams, autoassignment_teams)
     return agent

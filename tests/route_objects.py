@@ -1,0 +1,18 @@
+"""For the tenancy walk: how to make, inside a given license, an object that each detail route can address.
+
+Every registered API route with a `{pk}` must have an entry here (keyed by the router basename), so that
+`test_tenancy.py` can prove that an outsider gets 404 for it. A new viewset adds its entry.
+"""
+
+from tests.factories import AgentFactory, TeamFactory
+
+
+def _license_pk(license):
+    return license.pk
+
+
+ROUTE_OBJECTS = {
+    "license": _license_pk,
+    "agent": lambda license: AgentFactory(license=license).pk,
+    "team": lambda license: TeamFactory(license=license).pk,
+}
