@@ -87,7 +87,8 @@ class Ticket(LicenseOwned, Stamped):
     )
     language = models.CharField(max_length=8, default=NO_LANGUAGE)
     status_changed_at = models.DateTimeField(default=timezone.now)
-    last_message_at = models.DateTimeField(null=True, blank=True)
+    # Not null (the cursor's sort key): the time of the last public message, or the creation time before one.
+    last_message_at = models.DateTimeField(default=timezone.now)
     last_agent_message_at = models.DateTimeField(null=True, blank=True)
     last_client_message_at = models.DateTimeField(null=True, blank=True)
     search_text = models.TextField(blank=True, default="")

@@ -170,7 +170,7 @@ def ticket_create(
     )
     _apply_assignment(ticket, assignment)
     stamp_create(ticket)
-    ticket.status_changed_at = ticket.created_at
+    ticket.status_changed_at = ticket.last_message_at = ticket.created_at
     ticket.save()
     txn = _bind_transaction(license, transaction_id, ticket)
     _add_message(
