@@ -392,3 +392,38 @@ def test_the_parameter_names_are_exported():
         "prev.value",
         "prev.ID",
     )
+
+
+# --- SQL shape -----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.postgres
+def test_the_cursor_is_one_row_value_comparison_on_postgres(teams):
+    # given
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    page = get({"pageSize": 5})
+
+    # when
+    with CaptureQueriesContext(connection) as queries:
+        get(links(page)["next"])
+
+    # then the planner can serve it as an index range scan on (license, created_at, id)
+    page_sql = next(query["sql"] for query in queries if "LIMIT" in query["sql"])
+    assert '("accounts_team"."created_at", "accounts_team"."id") < (' in page_sql
+
+
+def test_backends_without_row_values_get_the_equivalent_or_form(teams, monkeypatch):
+    # given
+    from django.db import connection
+
+    monkeypatch.setattr(connection.features, "supports_tuple_lookups", False)
+
+    # when
+    desc, _ = walk({"pageSize": 4}, "next")
+    asc, _ = walk({"pageSize": 4, "order": "asc"}, "next")
+
+    # then
+    assert desc == expected(teams)
+    assert asc == expected(teams, "asc")
