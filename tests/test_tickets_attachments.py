@@ -16,7 +16,9 @@ def _media(tmp_path, settings):
 
 
 def _upload(persona, txn_id, *files):
-    return persona.client.post(f"/v1/transactions/{txn_id}/attachments", {"attachments": list(files)}, format="multipart")
+    return persona.client.post(
+        f"/v1/transactions/{txn_id}/attachments", {"attachments": list(files)}, format="multipart"
+    )
 
 
 def test_it_stores_attachments_with_their_facts(owner):
@@ -24,12 +26,16 @@ def test_it_stores_attachments_with_their_facts(owner):
     txn_id = owner.client.post("/v1/transactions").json()["ID"]
     content = b"%PDF-1.4 invoice"
     # when
-    response = _upload(owner, txn_id, SimpleUploadedFile("invoice.pdf", content, content_type="application/pdf"))
+    response = _upload(
+        owner, txn_id, SimpleUploadedFile("invoice.pdf", content, content_type="application/pdf")
+    )
     # then
     assert response.status_code == 201, response.content
     [item] = response.json()
     assert list(item) == ["url", "cid", "name", "type", "sha256", "token", "size"]
-    assert item["name"] == "invoice.pdf" and item["type"] == "application/pdf" and item["size"] == len(content)
+    assert (
+        item["name"] == "invoice.pdf" and item["type"] == "application/pdf" and item["size"] == len(content)
+    )
     assert item["sha256"] == hashlib.sha256(content).hexdigest()
     assert len(item["token"]) >= 20
     stored = Attachment.objects.get()
@@ -73,7 +79,9 @@ def test_a_transaction_binds_to_its_ticket_and_not_to_another(owner):
         f"/v1/tickets/{other.pk}", {"message": {"text": "again"}, "transactionID": txn_id}, format="json"
     )
     same = owner.client.patch(
-        f"/v1/tickets/{first.json()['ID']}", {"message": {"text": "again"}, "transactionID": txn_id}, format="json"
+        f"/v1/tickets/{first.json()['ID']}",
+        {"message": {"text": "again"}, "transactionID": txn_id},
+        format="json",
     )
     late_upload = _upload(owner, txn_id, SimpleUploadedFile("b.txt", b"b"))
     # then
@@ -89,7 +97,12 @@ def test_another_license_transaction_is_400(owner, outsider):
     txn_id = outsider.client.post("/v1/transactions").json()["ID"]
     response = owner.client.post(
         "/v1/tickets",
-        {"subject": "x", "requester": {"email": "c@example.com"}, "message": {"text": "y"}, "transactionID": txn_id},
+        {
+            "subject": "x",
+            "requester": {"email": "c@example.com"},
+            "message": {"text": "y"},
+            "transactionID": txn_id,
+        },
         format="json",
     )
     assert response.status_code == 400

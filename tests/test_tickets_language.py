@@ -24,8 +24,14 @@ def test_it_detects_the_language_offline(text, code):
 
 def test_a_ticket_gets_its_language_and_the_license_learns_it(license):
     # when
-    english = TicketFactory(license=license, subject="Refund", text="I would like a refund for my last invoice, please.")
-    german = TicketFactory(license=license, subject="Rechnung", text="Ich möchte bitte eine Rückerstattung für meine letzte Rechnung.")
+    english = TicketFactory(
+        license=license, subject="Refund", text="I would like a refund for my last invoice, please."
+    )
+    german = TicketFactory(
+        license=license,
+        subject="Rechnung",
+        text="Ich möchte bitte eine Rückerstattung für meine letzte Rechnung.",
+    )
     TicketFactory(license=license, subject="Again", text="Another English message about my account settings.")
     # then
     assert english.language == "en"
@@ -40,6 +46,8 @@ def test_an_undetectable_ticket_is_none_and_not_added(license):
 
 
 def test_the_license_object_shows_detected_languages(owner):
-    TicketFactory(license=owner.license, subject="Hi", text="Hello, please reset my password, I cannot log in.")
+    TicketFactory(
+        license=owner.license, subject="Hi", text="Hello, please reset my password, I cannot log in."
+    )
     body = owner.client.get(f"/v1/licenses/{owner.license.pk}").json()
     assert body["detectedLanguages"] == ["en"]

@@ -12,7 +12,16 @@ def test_it_creates_lists_renames_and_deletes_tags(owner):
     deleted = owner.client.delete(f"/v1/tags/{tag_id}")
     # then
     assert created.status_code == 201
-    assert list(created.json()) == ["ID", "licenseID", "name", "createdAt", "createdBy", "createdByType", "updatedAt", "updatedBy"]
+    assert list(created.json()) == [
+        "ID",
+        "licenseID",
+        "name",
+        "createdAt",
+        "createdBy",
+        "createdByType",
+        "updatedAt",
+        "updatedBy",
+    ]
     assert renamed.json()["name"] == "VIP customer"
     assert [t["name"] for t in listed.json()] == ["VIP customer"]
     assert deleted.status_code == 204

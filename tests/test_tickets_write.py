@@ -52,7 +52,9 @@ def test_it_creates_a_ticket_with_the_contract_shape(owner):
 
 def test_short_ids_are_a_sequence_per_license(owner, outsider):
     # when
-    ids = [owner.client.post("/v1/tickets", _create_body(), format="json").json()["shortID"] for _ in range(3)]
+    ids = [
+        owner.client.post("/v1/tickets", _create_body(), format="json").json()["shortID"] for _ in range(3)
+    ]
     other = outsider.client.post("/v1/tickets", _create_body(), format="json").json()["shortID"]
     # then
     assert ids == ["1", "2", "3"]
@@ -114,7 +116,12 @@ def test_it_rejects_bad_or_foreign_values_naming_the_field(owner, other_license,
         "other_tag": str(TagFactory(license=other_license).pk),
         "other_agent": str(other_license.agents.get().pk),
     }
-    value = json.loads(json.dumps(value).replace("{other_team}", ids["other_team"]).replace("{other_tag}", ids["other_tag"]).replace("{other_agent}", ids["other_agent"]))
+    value = json.loads(
+        json.dumps(value)
+        .replace("{other_team}", ids["other_team"])
+        .replace("{other_tag}", ids["other_tag"])
+        .replace("{other_agent}", ids["other_agent"])
+    )
     # when
     response = owner.client.post("/v1/tickets", _create_body(**{field: value}), format="json")
     # then
@@ -123,12 +130,15 @@ def test_it_rejects_bad_or_foreign_values_naming_the_field(owner, other_license,
     assert not Ticket.objects.exists()
 
 
-def test_a_viewer_cannot_write_but_reads(viewer, owner):
+def test_a_viewer_cannot_write_but_reads(owner, viewer):
     # given
     ticket = TicketFactory(license=owner.license)
     # when / then
     assert viewer.client.post("/v1/tickets", _create_body(), format="json").status_code == 403
-    assert viewer.client.patch(f"/v1/tickets/{ticket.pk}", {"status": "closed"}, format="json").status_code == 403
+    assert (
+        viewer.client.patch(f"/v1/tickets/{ticket.pk}", {"status": "closed"}, format="json").status_code
+        == 403
+    )
     assert viewer.client.delete(f"/v1/tickets/{ticket.pk}").status_code == 403
     assert viewer.client.get(f"/v1/tickets/{ticket.pk}").status_code == 200
     assert viewer.client.get("/v1/tickets").status_code == 200
@@ -170,11 +180,15 @@ def test_a_reply_moves_the_message_times(owner):
         owner.client.patch(f"/v1/tickets/{ticket.pk}", {"message": {"text": "We are on it."}}, format="json")
     with time_machine.travel(datetime.datetime(2026, 1, 3, 10, tzinfo=datetime.UTC), tick=False):
         owner.client.patch(
-            f"/v1/tickets/{ticket.pk}", {"message": {"text": "internal note", "isPrivate": True}}, format="json"
+            f"/v1/tickets/{ticket.pk}",
+            {"message": {"text": "internal note", "isPrivate": True}},
+            format="json",
         )
     with time_machine.travel(datetime.datetime(2026, 1, 4, 10, tzinfo=datetime.UTC), tick=False):
         owner.client.patch(
-            f"/v1/tickets/{ticket.pk}", {"message": {"text": "Thanks!"}, "author": {"type": "client"}}, format="json"
+            f"/v1/tickets/{ticket.pk}",
+            {"message": {"text": "Thanks!"}, "author": {"type": "client"}},
+            format="json",
         )
     # then
     ticket.refresh_from_db()
@@ -197,7 +211,9 @@ def test_read_only_silos_refuse_changes_but_allow_moving_back(owner, silo):
     assert refused.status_code == 409 and refused.json()["code"] == "read_only_silo"
     assert reply.status_code == 409
     assert moved.status_code == 200 and moved.json()["silo"] == "tickets"
-    assert owner.client.patch(f"/v1/tickets/{ticket.pk}", {"status": "closed"}, format="json").status_code == 200
+    assert (
+        owner.client.patch(f"/v1/tickets/{ticket.pk}", {"status": "closed"}, format="json").status_code == 200
+    )
 
 
 def test_delete_moves_to_trash(owner):
@@ -217,10 +233,14 @@ def test_merge_links_parent_and_children(owner):
     parent = TicketFactory(license=owner.license)
     child = TicketFactory(license=owner.license)
     # when
-    response = owner.client.post(f"/v1/tickets/{parent.pk}/childTickets", {"childTicketID": str(child.pk)}, format="json")
+    response = owner.client.post(
+        f"/v1/tickets/{parent.pk}/childTickets", {"childTicketID": str(child.pk)}, format="json"
+    )
     # then
     assert response.status_code == 201, response.content
-    assert response.json()["children"] == [{"ID": str(child.pk), "shortID": child.short_id, "subject": child.subject}]
+    assert response.json()["children"] == [
+        {"ID": str(child.pk), "shortID": child.short_id, "subject": child.subject}
+    ]
     assert owner.client.get(f"/v1/tickets/{child.pk}").json()["parent"] == {
         "ID": str(parent.pk),
         "shortID": parent.short_id,
@@ -230,12 +250,16 @@ def test_merge_links_parent_and_children(owner):
 
 def test_merge_is_bounded_by_the_license_setting(owner):
     # given a license that allows two children
-    License.objects.filter(pk=owner.license.pk).update(settings={**owner.license.settings, "maxChildTicketsPerTicket": 2})
+    License.objects.filter(pk=owner.license.pk).update(
+        settings={**owner.license.settings, "maxChildTicketsPerTicket": 2}
+    )
     parent = TicketFactory(license=owner.license)
     children = [TicketFactory(license=owner.license) for _ in range(3)]
     # when
     statuses = [
-        owner.client.post(f"/v1/tickets/{parent.pk}/childTickets", {"childTicketID": str(c.pk)}, format="json")
+        owner.client.post(
+            f"/v1/tickets/{parent.pk}/childTickets", {"childTicketID": str(c.pk)}, format="json"
+        )
         for c in children
     ]
     # then
@@ -254,7 +278,11 @@ def test_merge_refuses_itself_twice_and_foreign_tickets(owner, other_license):
     assert owner.client.post(url, {"childTicketID": str(child.pk)}, format="json").status_code == 201
     again = owner.client.post(url, {"childTicketID": str(child.pk)}, format="json")
     assert again.status_code == 409 and again.json()["code"] == "merge_already_merged"
-    nested = owner.client.post(f"/v1/tickets/{child.pk}/childTickets", {"childTicketID": str(TicketFactory(license=owner.license).pk)}, format="json")
+    nested = owner.client.post(
+        f"/v1/tickets/{child.pk}/childTickets",
+        {"childTicketID": str(TicketFactory(license=owner.license).pk)},
+        format="json",
+    )
     assert nested.status_code == 409
 
 
@@ -263,5 +291,8 @@ def test_an_outsider_cannot_touch_tickets(owner, outsider):
     ticket = TicketFactory(license=owner.license)
     # when / then
     assert outsider.client.get(f"/v1/tickets/{ticket.pk}").status_code == 404
-    assert outsider.client.patch(f"/v1/tickets/{ticket.pk}", {"status": "closed"}, format="json").status_code == 404
+    assert (
+        outsider.client.patch(f"/v1/tickets/{ticket.pk}", {"status": "closed"}, format="json").status_code
+        == 404
+    )
     assert outsider.client.get("/v1/tickets").json() == []

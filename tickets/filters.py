@@ -129,7 +129,12 @@ class CustomFieldsWidget(forms.Widget):
 
     def value_from_datadict(self, data, files, name):
         prefix = name + "."
-        pairs = [(key[len(prefix) :], value) for key in data if key.startswith(prefix) for value in data.getlist(key)]
+        pairs = [
+            (key[len(prefix) :], value)
+            for key in data
+            if key.startswith(prefix)
+            for value in data.getlist(key)
+        ]
         return pairs or None
 
 
@@ -180,10 +185,14 @@ class TicketFilterSet(django_filters.FilterSet):
     follower = ParamFilter(UUIDParam, method="filter_follower")
     rating = ParamFilter(lambda: ChoiceWithDefault(choices=RATINGS), method="filter_rating")
     priority = ParamFilter(
-        lambda: forms.TypedChoiceField(choices=[(str(p), str(p)) for p in PRIORITIES], coerce=int, required=False),
+        lambda: forms.TypedChoiceField(
+            choices=[(str(p), str(p)) for p in PRIORITIES], coerce=int, required=False
+        ),
         method="filter_priority",
     )
-    priorityOp = ParamFilter(lambda: ChoiceWithDefault(choices=list(PRIORITY_OPS), default="eq"), method="filter_nothing")
+    priorityOp = ParamFilter(
+        lambda: ChoiceWithDefault(choices=list(PRIORITY_OPS), default="eq"), method="filter_nothing"
+    )
     timezone = TimezoneFilter()
     createdDate = RelativeDateRange("created_at")
     updatedDate = RelativeDateRange("updated_at")
@@ -194,10 +203,14 @@ class TicketFilterSet(django_filters.FilterSet):
     customFields = ParamFilter(CustomFieldsParam, method="filter_custom_fields")
     locals().update(
         {
-            "customFieldsExist[]": ParamFilter(lambda: ListParam(item=_api_key), method="filter_custom_fields_exist"),
+            "customFieldsExist[]": ParamFilter(
+                lambda: ListParam(item=_api_key), method="filter_custom_fields_exist"
+            ),
             "teamIDs[]": ParamFilter(lambda: ListParam(item=_uuid), method="filter_teams"),
             "tagIDs[]": ParamFilter(lambda: ListParam(item=_uuid), method="filter_tags"),
-            "language[]": ParamFilter(lambda: ListParam(item=_language), field_name="language", lookup_expr="in"),
+            "language[]": ParamFilter(
+                lambda: ListParam(item=_language), field_name="language", lookup_expr="in"
+            ),
             "assignment.teamID": ParamFilter(
                 lambda: UUIDParam(allow_none=True), field_name="assignment_team", method="filter_assignment"
             ),
@@ -237,7 +250,9 @@ class TicketFilterSet(django_filters.FilterSet):
                 if isinstance(item, uuid.UUID):
                     wanted.setdefault(model, {})[item] = param
         for model, ids in wanted.items():
-            found = set(model.objects.for_license(self.license).filter(pk__in=ids).values_list("pk", flat=True))
+            found = set(
+                model.objects.for_license(self.license).filter(pk__in=ids).values_list("pk", flat=True)
+            )
             for pk, param in ids.items():
                 if pk not in found:
                     raise ValidationError({param: [f"'{pk}' does not exist in this license."]})
@@ -290,11 +305,15 @@ class TicketFilterSet(django_filters.FilterSet):
         return queryset.filter(custom_fields__has_keys=keys)
 
     def filter_teams(self, queryset, name, team_ids):
-        return queryset.filter(Exists(_through("teams").filter(ticket_id=OuterRef("pk"), team_id__in=team_ids)))
+        return queryset.filter(
+            Exists(_through("teams").filter(ticket_id=OuterRef("pk"), team_id__in=team_ids))
+        )
 
     def filter_tags(self, queryset, name, tag_ids):
         for tag_id in tag_ids:
-            queryset = queryset.filter(Exists(_through("tags").filter(ticket_id=OuterRef("pk"), tag_id=tag_id)))
+            queryset = queryset.filter(
+                Exists(_through("tags").filter(ticket_id=OuterRef("pk"), tag_id=tag_id))
+            )
         return queryset
 
     def filter_assignment(self, queryset, name, value):

@@ -7,12 +7,13 @@ parent joined) and one UNION query for the teams, tags, followers and children o
 
 from __future__ import annotations
 
+import uuid
 from collections import defaultdict
 
 from django.db.models import CharField, Value
 from rest_framework import serializers
 
-from accounts.api.serializers import LicensedPrimaryKeyField, licensed_ids
+from accounts.api.serializers import LicensedPrimaryKeyField
 from accounts.models import Agent, Team
 from helpdesk.api.fields import (
     StrictBooleanField,
@@ -50,7 +51,12 @@ def _uuid_str(value):
 
 def _related(ticket_ids) -> tuple[dict, dict, dict, dict]:
     """teamIDs, tagIDs, followers and children of many tickets, in one UNION query."""
-    teams, tags, followers, children = defaultdict(list), defaultdict(list), defaultdict(list), defaultdict(list)
+    teams, tags, followers, children = (
+        defaultdict(list),
+        defaultdict(list),
+        defaultdict(list),
+        defaultdict(list),
+    )
     if not ticket_ids:
         return teams, tags, followers, children
     blank = Value("", output_field=CharField())
@@ -58,7 +64,10 @@ def _related(ticket_ids) -> tuple[dict, dict, dict, dict]:
     def kind(letter):
         return Value(letter, output_field=CharField())
 
-    through = {name: getattr(Ticket, name).through.objects.filter(ticket_id__in=ticket_ids) for name in ("teams", "tags", "followers")}
+    through = {
+        name: getattr(Ticket, name).through.objects.filter(ticket_id__in=ticket_ids)
+        for name in ("teams", "tags", "followers")
+    }
     rows = (
         through["teams"].values_list(kind("t"), "ticket_id", "team_id", blank, blank)
         .union(
@@ -103,7 +112,9 @@ def ticket_dicts(tickets) -> list[dict]:
                 "parent": None
                 if parent is None
                 else {"ID": str(parent.id), "shortID": parent.short_id, "subject": parent.subject},
-                "children": sorted(children[t.id], key=lambda c: int(c["shortID"]) if c["shortID"].isdigit() else 0),
+                "children": sorted(
+                    children[t.id], key=lambda c: int(c["shortID"]) if c["shortID"].isdigit() else 0
+                ),
                 "status": t.status,
                 "priority": t.priority,
                 "subject": t.subject,
@@ -166,6 +177,38 @@ class RefField(serializers.Field):
         return {"ID": str(value.pk)}
 
 
+class LicensedIDsField(serializers.Field):
+    """A JSON array of unique UUID strings naming objects of the caller's license, resolved in one query."""
+
+    default_error_messages = {
+        "invalid": "Expected an array of UUID strings.",
+        "not_unique": "Items must be unique.",
+        "does_not_exist": "'{pk}' does not exist in this license.",
+    }
+
+    def __init__(self, queryset, **kwargs):
+        self.queryset = queryset
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data):
+        if not isinstance(data, list) or not all(isinstance(item, str) for item in data) or len(data) > 100:
+            self.fail("invalid")
+        try:
+            ids = [uuid.UUID(item) for item in data]
+        except ValueError:
+            self.fail("invalid")
+        if len(set(ids)) != len(ids):
+            self.fail("not_unique")
+        found = self.queryset.for_license(self.context["request"].license).in_bulk(ids)
+        for pk, item in zip(ids, data, strict=True):
+            if pk not in found:
+                self.fail("does_not_exist", pk=item)
+        return [found[pk] for pk in ids]
+
+    def to_representation(self, value):
+        return [str(obj.pk) for obj in value]
+
+
 class AssignmentSerializer(StrictSerializer):
     team = RefField(Team.objects)
     agent = RefField(Agent.objects)
@@ -187,10 +230,10 @@ class TicketWriteSerializer(StrictSerializer):
     subject = StrictCharField(required=False, max_length=500)
     status = serializers.ChoiceField(choices=STATUSES, required=False)
     priority = PriorityField(required=False)
-    teamIDs = licensed_ids(Team.objects, source="teams", required=False)
+    teamIDs = LicensedIDsField(Team.objects, source="teams", required=False)
     assignment = AssignmentSerializer(required=False)
-    tagIDs = licensed_ids(Tag.objects, source="tags", required=False)
-    followers = licensed_ids(Agent.objects, required=False)
+    tagIDs = LicensedIDsField(Tag.objects, source="tags", required=False)
+    followers = LicensedIDsField(Agent.objects, required=False)
     customFields = serializers.DictField(source="custom_fields", required=False)
     message = MessageInputSerializer(required=False)
     author = AuthorSerializer(required=False)
@@ -227,7 +270,16 @@ class TagSerializer(StampedOutputSerializer):
     name = serializers.CharField(read_only=True)
 
     class Meta:
-        fields = ["ID", "licenseID", "name", "createdAt", "createdBy", "createdByType", "updatedAt", "updatedBy"]
+        fields = [
+            "ID",
+            "licenseID",
+            "name",
+            "createdAt",
+            "createdBy",
+            "createdByType",
+            "updatedAt",
+            "updatedBy",
+        ]
 
     def get_fields(self):
         fields = super().get_fields()
@@ -236,4 +288,3 @@ class TagSerializer(StampedOutputSerializer):
 
 class TagWriteSerializer(StrictSerializer):
     name = StrictCharField(max_length=100)
-

@@ -62,7 +62,9 @@ class TicketViewSet(LicenseScopedViewSet):
     def create(self, request):
         serializer = TicketCreateSerializer(data=request.data, context={"request": request})
         serializer.is_valid(raise_exception=True)
-        ticket = services.ticket_create(license=request.license, author_agent=request.agent, **serializer.validated_data)
+        ticket = services.ticket_create(
+            license=request.license, author_agent=request.agent, **serializer.validated_data
+        )
         return Response(self._one(ticket.pk), status=status.HTTP_201_CREATED)
 
     @extend_schema(request=TicketUpdateSerializer, responses={200: dict})
@@ -129,7 +131,9 @@ class TransactionViewSet(LicenseScopedViewSet):
         txn = self.get_object()
         files = request.FILES.getlist("attachments")
         if not files:
-            raise ValidationError({"attachments": ["Send one or more files in the multipart field 'attachments'."]})
+            raise ValidationError(
+                {"attachments": ["Send one or more files in the multipart field 'attachments'."]}
+            )
         limit = getattr(settings, "HELPDESK_MAX_ATTACHMENT_BYTES", DEFAULT_MAX_ATTACHMENT_BYTES)
         for upload in files:
             if upload.size > limit:
