@@ -100,8 +100,8 @@ def search_vector_sql() -> str:
     )
 
 
-def _tsquery_condition(query: str, languages) -> ExpressionWrapper:
-    """search_vector @@ (simple query || each stemmed query that still has a positive term).
+def tsquery_sql(query: str, languages) -> tuple[str, list]:
+    """SQL for: the simple query || each stemmed query that still has a positive term.
 
     A stemming config drops stop words: `my -invoice` in English is just `!invoic`, which would match almost
     everything. `querytree()` is `T` (or empty) for such a query, and then that config is left out.
@@ -112,8 +112,24 @@ def _tsquery_condition(query: str, languages) -> ExpressionWrapper:
         term = f"websearch_to_tsquery('{config}'::regconfig, %s)"
         sql += f" || (CASE WHEN querytree({term}) IN ('T', '') THEN ''::tsquery ELSE {term} END)"
         params += [query, query]
+    return sql, params
+
+
+def _tsquery_condition(query: str, languages) -> ExpressionWrapper:
+    """search_vector @@ <a constant tsquery>.
+
+    The tsquery is computed first, in its own small query, so that the search query carries it as a constant:
+    only then can the planner use the column's statistics (most common lexemes) to choose between the GIN
+    index (a rare word: a few rows, then sort) and the ordered btree scan (a common word: the first rows of
+    the sort order match soon). With an expression it assumes a fixed selectivity and scans a whole license
+    in date order looking for a rare word.
+    """
+    sql, params = tsquery_sql(query, languages)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT ({sql})::text", params)
+        constant = cursor.fetchone()[0]
     return ExpressionWrapper(
-        RawSQL(f'"tickets_ticket"."search_vector" @@ ({sql})', params), output_field=BooleanField()
+        RawSQL('"tickets_ticket"."search_vector" @@ %s::tsquery', [constant]), output_field=BooleanField()
     )
 
 
