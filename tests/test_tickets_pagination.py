@@ -160,3 +160,12 @@ def test_a_list_with_id_filters_adds_one_query_per_kind(owner, django_assert_num
     owner.client.get("/v1/tickets", params)
     with django_assert_num_queries(4):  # token, license, teams check, page (empty page: no related query)
         owner.client.get("/v1/tickets", params)
+
+
+def test_the_total_is_counted_without_the_output_joins(owner, tied):
+    # when
+    with CaptureQueriesContext(connection) as queries:
+        owner.client.get("/v1/tickets")
+    # then the count reads the tickets table alone
+    [count] = [q["sql"] for q in queries.captured_queries if "COUNT(" in q["sql"].upper()]
+    assert "JOIN" not in count.upper()

@@ -35,7 +35,10 @@ DEFAULT_MAX_ATTACHMENT_BYTES = 25 * 1024 * 1024
 class TicketPagination(KeysetPagination):
     """Keyset pagination whose exact totals come from the per-license count cache (tickets.counts)."""
 
+    count_queryset = None  # the filtered tickets without the output joins (set by the view)
+
     def get_count(self, queryset) -> int:
+        queryset = self.count_queryset if self.count_queryset is not None else queryset
         return counts.cached_count(queryset, self.request.license.pk)
 
 
@@ -52,6 +55,8 @@ class TicketViewSet(LicenseScopedViewSet):
     @extend_schema(responses={200: dict})
     def list(self, request):
         queryset = self.filter_queryset(self.get_queryset())
+        # Count the filtered rows alone: an index-only scan, not the page's joins.
+        self.paginator.count_queryset = queryset
         page = self.paginate_queryset(ticket_queryset(queryset))
         return self.get_paginated_response(ticket_dicts(page))
 
