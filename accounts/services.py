@@ -256,6 +256,13 @@ def _set_agent_relations(agent: Agent, teams, autoassignment_teams) -> None:
         agent.autoassignment_teams.set(autoassignment_teams)
 
 
+def _ensure_seat(license: License) -> None:
+    """One more active agent must fit the paid seats (409 `seat_limit_reached`); locks the license row."""
+    from billing.seats import ensure_seat_available  # lazy: accounts is the base, billing builds on it
+
+    ensure_seat_available(license)
+
+
 @transaction.atomic
 def agent_create(
     *, license: License, email: str, roles: list[str], teams=None, autoassignment_teams=None, **fields
@@ -266,6 +273,8 @@ def agent_create(
     account = account_get_or_create(email=email, name=fields.get("name", ""))
     agent = Agent(license=license, account=account, email=email, roles=roles)
     _apply_agent_fields(agent, fields)
+    if agent.status == STATUS_ACTIVE:
+        _ensure_seat(license)
     stamp_create(agent)
     agent.save()
     _set_agent_relations(agent, teams, autoassignment_teams)
@@ -275,7 +284,10 @@ def agent_create(
 @transaction.atomic
 def agent_update(*, agent: Agent, teams=None, autoassignment_teams=None, **fields) -> Agent:
     agent = Agent.objects.select_for_update().select_related("license").get(pk=agent.pk)
+    was_active = agent.status == STATUS_ACTIVE
     _apply_agent_fields(agent, fields)
+    if agent.status == STATUS_ACTIVE and not was_active:
+        _ensure_seat(agent.license)
     if "roles" in fields or "status" in fields:
         _keep_an_owner(agent.license, agent, leaving=False)
     stamp_update(agent)

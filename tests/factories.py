@@ -1,11 +1,15 @@
 """Factories that keep a whole object graph inside one license (sub-factories take the parent's license)."""
 
+import datetime
 import itertools
 
 import factory
+from django.utils import timezone
 
 from accounts import services
 from accounts.models import ROLE_NORMAL, STATUS_ACTIVE, Account, Agent, License, Team
+from billing.models import ACTIVE, Subscription
+from billing.plans import PLANS
 
 
 class AccountFactory(factory.django.DjangoModelFactory):
@@ -50,3 +54,22 @@ class AgentFactory(factory.django.DjangoModelFactory):
     name = factory.LazyAttribute(lambda o: o.account.name)
     roles = factory.LazyFunction(lambda: [ROLE_NORMAL])
     status = STATUS_ACTIVE
+
+
+class SubscriptionFactory(factory.django.DjangoModelFactory):
+    """An active, paid subscription in the middle of nothing: its period starts now (no charge recorded)."""
+
+    class Meta:
+        model = Subscription
+
+    license = factory.SubFactory(LicenseFactory)
+    state = ACTIVE
+    plan_code = "hd-team1m"
+    quantity = 5
+    unit_amount_in_cents = factory.LazyAttribute(lambda o: PLANS[o.plan_code].unit_amount)
+    period_months = factory.LazyAttribute(lambda o: PLANS[o.plan_code].months)
+    activated_at = factory.LazyFunction(timezone.now)
+    current_period_started_at = factory.LazyAttribute(lambda o: o.activated_at)
+    current_period_ends_at = factory.LazyAttribute(
+        lambda o: o.current_period_started_at + datetime.timedelta(days=30 * o.period_months)
+    )

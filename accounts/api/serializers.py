@@ -47,6 +47,22 @@ class LicenseFlagsSerializer(serializers.Serializer):
     defaultInboxUsed = serializers.BooleanField()
 
 
+class LicenseListSerializer(serializers.ListSerializer):
+    def to_representation(self, data):
+        licenses = list(data.all() if hasattr(data, "all") else data)
+        _attach_subscriptions(licenses)
+        return super().to_representation(licenses)
+
+
+def _attach_subscriptions(licenses) -> None:
+    """Each license's subscription from billing, for all of them in one query."""
+    from billing.selectors import license_subscriptions  # lazy: billing builds on accounts
+
+    found = license_subscriptions([license.pk for license in licenses])
+    for license in licenses:
+        license._subscription = found.get(license.pk)
+
+
 class LicenseSerializer(StampedOutputSerializer):
     ID = serializers.IntegerField(source="pk", read_only=True)
     createdBy = serializers.CharField(source="created_by", read_only=True)
@@ -57,16 +73,27 @@ class LicenseSerializer(StampedOutputSerializer):
     settings = LicenseSettingsSerializer(read_only=True)
     source = LicenseSourceSerializer(read_only=True)
     detectedLanguages = serializers.ListField(source="detected_languages", child=serializers.CharField(), read_only=True)
+    # Ours: the license's current subscription (subscriptionID, state, planCode, quantity, currentPeriodEndsAt) or null.
+    subscription = serializers.SerializerMethodField()
 
     class Meta:
         fields = [
             "ID", "createdAt", "createdBy", "createdByType", "updatedAt", "updatedBy", "defaultTeamID",
-            "defaultTemplateID", "flags", "settings", "source", "detectedLanguages",
+            "defaultTemplateID", "flags", "settings", "source", "detectedLanguages", "subscription",
         ]  # fmt: skip
+        list_serializer_class = LicenseListSerializer
 
     def get_fields(self):
         fields = super().get_fields()
         return {name: fields[name] for name in self.Meta.fields}
+
+    def get_subscription(self, license) -> dict | None:
+        from billing.api.serializers import LicenseSubscriptionSerializer
+
+        if not hasattr(license, "_subscription"):
+            _attach_subscriptions([license])
+        subscription = license._subscription
+        return LicenseSubscriptionSerializer(subscription).data if subscription is not None else None
 
 
 class TeamSettingsSerializer(StrictSerializer):
