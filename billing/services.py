@@ -286,7 +286,8 @@ def _complete_charge(charge_id, result: GatewayResult) -> tuple[Subscription, Ch
             response = (error.status_code, idempotency.exception_body(error))
         charge.save()
         subscription.charge_in_flight = None
-        stamp_update(subscription)
+        if result.succeeded or charge.reason in (REASON_CREATE, REASON_RENEWAL):
+            stamp_update(subscription)  # a declined change leaves even updatedAt as it was
         subscription.save()
         if charge.request_id is not None:
             status, body = response
