@@ -19,6 +19,7 @@ from rest_framework.response import Response
 
 from billing.models import INTENT, IdempotencyRecord
 from helpdesk.api.errors import BadRequest, Conflict, exception_handler
+from helpdesk.api.renderers import dumps
 
 HEADER = "HTTP_IDEMPOTENCY_KEY"
 MAX_KEY_LENGTH = 255
@@ -69,7 +70,7 @@ def begin(request) -> IdempotencyRecord | Response | None:
         )
         exc.wait = 1
         raise exc
-    return Response(record.body, status=record.status, headers={"Idempotent-Replayed": "true"})
+    return Response(orjson.loads(record.body), status=record.status, headers={"Idempotent-Replayed": "true"})
 
 
 def exception_body(exc: APIException) -> dict:
@@ -82,7 +83,7 @@ def complete(record: IdempotencyRecord | None, status: int, body) -> None:
     if record is None:
         return
     IdempotencyRecord.objects.filter(pk=record.pk, status__isnull=True).update(
-        status=status, body=body, completed_at=timezone.now()
+        status=status, body=dumps(body).decode(), completed_at=timezone.now()
     )
 
 

@@ -132,7 +132,8 @@ class IdempotencyRecord(LicenseOwned):
     key = models.CharField(max_length=255)
     fingerprint = models.CharField(max_length=64)
     status = models.PositiveSmallIntegerField(null=True, blank=True)
-    body = models.JSONField(null=True, blank=True)
+    # JSON text, not a JSONField: PostgreSQL's jsonb would reorder the keys, and a replay must be the same bytes.
+    body = models.TextField(blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     completed_at = models.DateTimeField(null=True, blank=True)
 
@@ -154,9 +155,15 @@ class SandboxCharge(models.Model):
     refunded_amount = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(default=timezone.now)
 
+    def __str__(self):
+        return f"{self.reference} {self.amount} {self.currency} ({self.status})"
+
 
 class SandboxCard(models.Model):
     """The sandbox's card on file for a license: a test card that declines every charge when `declines`."""
 
     license_id = models.BigIntegerField(unique=True)
     declines = models.BooleanField(default=False)
+
+    def __str__(self):
+        return f"sandbox card of license {self.license_id}" + (" (declines)" if self.declines else "")
