@@ -49,7 +49,9 @@ def test_it_charges_quantity_times_unit_times_months_for_every_plan(owner, plan_
     # given
     with time_machine.travel(JAN_31, tick=False):
         # when
-        response = owner.client.post("/v1/subscriptions", {"planCode": plan_code, "quantity": 3}, format="json")
+        response = owner.client.post(
+            "/v1/subscriptions", {"planCode": plan_code, "quantity": 3}, format="json"
+        )
     # then
     assert response.status_code == 201, response.content
     body = response.json()
@@ -92,8 +94,12 @@ def test_an_unknown_coupon_is_a_400_naming_coupon_code(owner):
 
 def test_add_months_keeps_the_day_or_clamps_it_to_the_months_end():
     assert add_months(JAN_31, 1) == datetime.datetime(2026, 2, 28, 10, 0, tzinfo=UTC)
-    assert add_months(datetime.datetime(2027, 12, 31, tzinfo=UTC), 2) == datetime.datetime(2028, 2, 29, tzinfo=UTC)
-    assert add_months(datetime.datetime(2026, 5, 15, tzinfo=UTC), 36) == datetime.datetime(2029, 5, 15, tzinfo=UTC)
+    assert add_months(datetime.datetime(2027, 12, 31, tzinfo=UTC), 2) == datetime.datetime(
+        2028, 2, 29, tzinfo=UTC
+    )
+    assert add_months(datetime.datetime(2026, 5, 15, tzinfo=UTC), 36) == datetime.datetime(
+        2029, 5, 15, tzinfo=UTC
+    )
 
 
 MARCH = datetime.datetime(2026, 3, 1, tzinfo=UTC)
@@ -200,7 +206,9 @@ def test_a_dearer_plan_with_fewer_seats_charges_the_rise_now_and_keeps_the_reduc
     # when
     with time_machine.travel(MARCH, tick=False):
         response = owner.client.patch(
-            f"/v1/subscriptions/{subscription.pk}", {"planCode": "hd-enterprise1m", "quantity": 3}, format="json"
+            f"/v1/subscriptions/{subscription.pk}",
+            {"planCode": "hd-enterprise1m", "quantity": 3},
+            format="json",
         )
     # then: 5 seats × (5900 - 2900) now, 3 seats from the next period
     assert response.status_code == 200
