@@ -86,10 +86,13 @@ class SandboxGateway:
                 .filter(reference=reference, status=SUCCEEDED)
                 .first()
             )
+            if row is not None and idempotency_key in row.refund_keys:
+                return GatewayResult(SUCCEEDED, reference)  # this refund was already made
             if row is None or row.refunded_amount + amount > row.amount:
                 return GatewayResult(FAILED, reference, "Nothing (or not that much) to refund.")
             row.refunded_amount += amount
-            row.save(update_fields=["refunded_amount"])
+            row.refund_keys = [*row.refund_keys, idempotency_key]
+            row.save(update_fields=["refunded_amount", "refund_keys"])
         return GatewayResult(SUCCEEDED, reference)
 
 

@@ -24,7 +24,7 @@ from helpdesk.api.renderers import dumps
 HEADER = "HTTP_IDEMPOTENCY_KEY"
 MAX_KEY_LENGTH = 255
 # Answers about the moment, not about the request: a retry with the same key must be able to succeed.
-TRANSIENT_CODES = {"charge_in_progress", "idempotency_key_in_use"}
+TRANSIENT_CODES = {"charge_in_progress", "idempotency_key_in_use", "renewal_due"}
 
 
 def _fingerprint(request) -> str:

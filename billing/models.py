@@ -153,6 +153,7 @@ class SandboxCharge(models.Model):
     status = models.CharField(max_length=10)
     message = models.CharField(max_length=500, blank=True)
     refunded_amount = models.PositiveIntegerField(default=0)
+    refund_keys = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     def __str__(self):

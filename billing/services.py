@@ -30,6 +30,7 @@ import uuid
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 from rest_framework import status as http
 
@@ -142,12 +143,10 @@ def _current_subscription(license: License) -> Subscription | None:
     )
 
 
-def _gateway_key(license: License, request: IdempotencyRecord | None, *parts) -> str:
-    if parts:
-        return ":".join([str(license.pk), *map(str, parts)])
-    if request is not None:
-        return f"{license.pk}:request:{request.key}"
-    return f"{license.pk}:auto:{uuid.uuid4()}"
+def _gateway_key(license: License, *parts) -> str:
+    """The key the gateway sees: one per charge intent (the intent row keeps it for the reconciler), or, for a
+    renewal, derived from the period, so that two renewal runs cannot both charge one period."""
+    return ":".join([str(license.pk), *map(str, parts or ["charge", uuid.uuid4()])])
 
 
 # --- responses (written with the change, for Idempotency-Key replays) -----------------------------------
@@ -394,7 +393,7 @@ def subscription_create(
             amount=amount,
             reason=REASON_CREATE,
             change={"plan_code": plan.code, "quantity": quantity},
-            key=_gateway_key(license, request),
+            key=_gateway_key(license),
             request=request,
         )
     return _charge_now(charge)
@@ -429,6 +428,14 @@ def subscription_update(
                 "A trial cannot be changed; create a subscription (POST /v1/subscriptions) to choose a plan.",
                 code="trial_subscription",
             )
+        if subscription.current_period_ends_at <= timezone.now():
+            # Prorating over an ended period would give the change away for free until the renewal.
+            exc = Conflict(
+                "The subscription's period has ended and it is being renewed; retry in a few minutes.",
+                code="renewal_due",
+            )
+            exc.wait = 60
+            raise exc
         target_plan = plan or PLANS[subscription.pending_plan_code or subscription.plan_code]
         target_quantity = (
             quantity if quantity is not None else (subscription.pending_quantity or subscription.quantity)
@@ -457,7 +464,7 @@ def subscription_update(
             amount=amount,
             reason=REASON_UPGRADE if now_plan.code != subscription.plan_code else REASON_QUANTITY,
             change=change,
-            key=_gateway_key(license, request),
+            key=_gateway_key(license),
             request=request,
         )
     return _charge_now(charge)
@@ -519,7 +526,7 @@ def subscription_reactivate(
             amount=plan.period_amount(quantity),
             reason=REASON_REACTIVATION,
             change={"plan_code": plan.code, "quantity": quantity},
-            key=_gateway_key(license, request),
+            key=_gateway_key(license),
             request=request,
         )
     return _charge_now(charge)
@@ -548,7 +555,7 @@ def subscription_renew(*, subscription_id) -> Subscription | None:
         plan = PLANS[subscription.pending_plan_code or subscription.plan_code]
         quantity = subscription.pending_quantity or subscription.quantity
         period_started_at = subscription.current_period_ends_at
-        key = _gateway_key(subscription.license, None, "renewal", subscription.pk, iso(period_started_at))
+        key = _gateway_key(subscription.license, "renewal", subscription.pk, iso(period_started_at))
         try:
             with transaction.atomic():
                 charge = _record_intent(
@@ -581,3 +588,19 @@ def charge_reconcile(*, charge_id) -> Charge | None:
     except GatewayUnavailable:
         return charge
     return _complete_charge(charge.pk, result)[1]
+
+
+def idempotency_records_purge(
+    *, older_than: datetime.timedelta, open_older_than: datetime.timedelta, batch=1000
+) -> int:
+    """Forget keys: answered ones after `older_than`; open ones after `open_older_than` when their request
+    died before recording a charge (nothing to finish). Keys of unfinished charges stay."""
+    now = timezone.now()
+    old = Q(created_at__lt=now - older_than) | Q(status__isnull=True, created_at__lt=now - open_older_than)
+    ids = list(
+        IdempotencyRecord.objects.filter(old)
+        .exclude(charges__status=INTENT)
+        .values_list("pk", flat=True)[:batch]
+    )
+    IdempotencyRecord.objects.filter(pk__in=ids).delete()
+    return len(ids)

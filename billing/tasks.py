@@ -1,5 +1,6 @@
 """Periodic billing work (scheduled in settings.CELERY_BEAT_SCHEDULE). Thin: find ids, call a service each."""
 
+import datetime
 import logging
 
 from celery import shared_task
@@ -37,3 +38,17 @@ def reconcile_charges() -> int:
             except Exception:
                 log.exception("Reconciliation of charge %s failed", charge_id)
     return done
+
+
+@shared_task
+def purge_idempotency_records() -> int:
+    """Forget Idempotency-Keys older than BILLING_IDEMPOTENCY_KEY_HOURS (and keys of requests that died before
+    charging), a bounded batch at a time."""
+    older_than = datetime.timedelta(hours=settings.BILLING_IDEMPOTENCY_KEY_HOURS)
+    open_older_than = datetime.timedelta(seconds=settings.BILLING_RECONCILE_AFTER_SECONDS)
+    total = 0
+    while purged := services.idempotency_records_purge(
+        older_than=older_than, open_older_than=open_older_than
+    ):
+        total += purged
+    return total

@@ -149,6 +149,11 @@ CELERY_BEAT_SCHEDULE["billing-reconcile-charges"] = {
     "task": "billing.tasks.reconcile_charges",
     "schedule": 60.0,
 }
+# Billing: forget Idempotency-Keys older than BILLING_IDEMPOTENCY_KEY_HOURS, and abandoned ones, every 10 minutes.
+CELERY_BEAT_SCHEDULE["billing-purge-idempotency-records"] = {
+    "task": "billing.tasks.purge_idempotency_records",
+    "schedule": 600.0,
+}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -218,6 +223,8 @@ BILLING_TRIAL_DAYS = env_int("BILLING_TRIAL_DAYS", 14)
 BILLING_TRIAL_SEATS = env_int("BILLING_TRIAL_SEATS", 5)
 # A charge intent older than this is considered abandoned and finished by the reconciler.
 BILLING_RECONCILE_AFTER_SECONDS = env_int("BILLING_RECONCILE_AFTER_SECONDS", 120)
+# How long an Idempotency-Key is remembered (its first response replayed).
+BILLING_IDEMPOTENCY_KEY_HOURS = env_int("BILLING_IDEMPOTENCY_KEY_HOURS", 24)
 
 LOGGING = {
     "version": 1,

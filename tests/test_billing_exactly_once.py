@@ -209,10 +209,11 @@ def test_the_sandbox_returns_the_first_result_for_a_known_key(db):
     assert SandboxCharge.objects.count() == 1
 
 
-def test_the_sandbox_refunds_at_most_what_was_charged(db):
+def test_the_sandbox_refunds_once_per_key_and_at_most_what_was_charged(db):
     gateway = SandboxGateway()
     charge = gateway.charge(amount=500, currency="USD", idempotency_key="k1", license_id=1)
     assert gateway.refund(reference=charge.reference, amount=300, idempotency_key="r1").succeeded
+    assert gateway.refund(reference=charge.reference, amount=300, idempotency_key="r1").succeeded  # replayed
     assert not gateway.refund(reference=charge.reference, amount=300, idempotency_key="r2").succeeded
     assert SandboxCharge.objects.get().refunded_amount == 300
 
@@ -396,3 +397,46 @@ def test_twenty_concurrent_quantity_changes_charge_each_seat_exactly_once(monkey
     assert len(charged_keys) == len(charges)
     assert charged_keys == {f"q{q}" for q in raised_to}
     assert subscription.charge_in_flight is None
+
+
+def test_old_and_abandoned_keys_are_forgotten_but_not_those_of_unfinished_charges(owner, monkeypatch):
+    # given an answered key, an abandoned one (its request died before charging) and one with an open intent
+    subscription = _subscription(owner.license)
+    with time_machine.travel(MARCH, tick=False):
+        owner.client.post(f"/v1/subscriptions/{subscription.pk}/cancel", HTTP_IDEMPOTENCY_KEY="answered")
+        owner.client.post(
+            f"/v1/subscriptions/{subscription.pk}/reactivate", HTTP_IDEMPOTENCY_KEY="answered-2"
+        )
+        IdempotencyRecord.objects.create(license=owner.license, key="abandoned", fingerprint="x")
+        _crash_after_the_gateway(monkeypatch)
+        owner.client.patch(
+            f"/v1/subscriptions/{subscription.pk}",
+            {"quantity": 7},
+            format="json",
+            HTTP_IDEMPOTENCY_KEY="unfinished",
+        )
+    # when, ten minutes later: only the abandoned one goes
+    with time_machine.travel(MARCH + datetime.timedelta(minutes=10), tick=False):
+        tasks.purge_idempotency_records()
+    assert set(IdempotencyRecord.objects.values_list("key", flat=True)) == {
+        "answered",
+        "answered-2",
+        "unfinished",
+    }
+    # and two days later the answered ones too
+    with time_machine.travel(MARCH + datetime.timedelta(days=2), tick=False):
+        tasks.purge_idempotency_records()
+    assert set(IdempotencyRecord.objects.values_list("key", flat=True)) == {"unfinished"}
+
+
+def test_a_change_after_the_period_ended_waits_for_the_renewal(owner):
+    # given a period that ended minutes ago, not renewed yet
+    subscription = _subscription(owner.license)
+    # when
+    with time_machine.travel(APRIL + datetime.timedelta(minutes=2), tick=False):
+        response = owner.client.patch(f"/v1/subscriptions/{subscription.pk}", {"quantity": 9}, format="json")
+    # then nothing is given away for free
+    assert response.status_code == 409
+    assert response.json()["code"] == "renewal_due"
+    assert response["Retry-After"] == "60"
+    assert Subscription.objects.get().quantity == 5
