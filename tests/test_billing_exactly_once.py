@@ -330,6 +330,94 @@ def test_an_unreachable_gateway_is_a_503_and_the_charge_is_finished_later(owner)
 # --- concurrency -------------------------------------------------------------------------------------------
 
 
+def _in_parallel(function, arguments) -> None:
+    threads = [threading.Thread(target=function, args=(argument,)) for argument in arguments]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not any(thread.is_alive() for thread in threads)
+
+
+def _slow_gateway(monkeypatch, seconds=0.02):
+    charge = SandboxGateway.charge
+
+    def slow(self, **kwargs):
+        time.sleep(seconds)
+        return charge(self, **kwargs)
+
+    monkeypatch.setattr(SandboxGateway, "charge", slow)
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_the_same_request_sent_ten_times_at_once_charges_once(monkeypatch):
+    # given
+    from tests.factories import LicenseFactory
+
+    owner = make_persona(LicenseFactory().agents.get())
+    subscription = _subscription(owner.license)
+    _slow_gateway(monkeypatch)
+    start = threading.Barrier(10, timeout=30)
+    responses = []
+
+    def send(_):
+        try:
+            start.wait()
+            response = api_client(owner.account.pk, owner.token).patch(
+                f"/v1/subscriptions/{subscription.pk}",
+                {"quantity": 9},
+                format="json",
+                HTTP_IDEMPOTENCY_KEY="once",
+            )
+            responses.append((response.status_code, response.content))
+        finally:
+            connection.close()
+
+    # when
+    with time_machine.travel(MARCH, tick=False):
+        _in_parallel(send, range(10))
+    # then one did the work, the others were told it was under way or got its answer
+    statuses = [status for status, _ in responses]
+    assert set(statuses) <= {200, 409} and 200 in statuses
+    assert len({content for status, content in responses if status == 200}) == 1
+    assert Charge.objects.get().amount == 4 * 2900
+    assert SandboxCharge.objects.count() == 1
+    assert Subscription.objects.get().quantity == 9
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_creates_make_one_subscription_and_one_charge(monkeypatch):
+    # given
+    from tests.factories import LicenseFactory
+
+    owner = make_persona(LicenseFactory().agents.get())
+    _slow_gateway(monkeypatch)
+    start = threading.Barrier(8, timeout=30)
+    responses = []
+
+    def create(n):
+        try:
+            start.wait()
+            response = api_client(owner.account.pk, owner.token).post(
+                "/v1/subscriptions",
+                {"planCode": "hd-team1m", "quantity": 2},
+                format="json",
+                HTTP_IDEMPOTENCY_KEY=f"c{n}",
+            )
+            responses.append((response.status_code, response.json().get("code")))
+        finally:
+            connection.close()
+
+    # when
+    _in_parallel(create, range(8))
+    # then
+    assert sorted(responses, key=str) == sorted([(201, None)] + [(409, "subscription_exists")] * 7, key=str)
+    assert Subscription.objects.get().state == "active"
+    assert Charge.objects.count() == SandboxCharge.objects.count() == 1
+
+
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_twenty_concurrent_quantity_changes_charge_each_seat_exactly_once(monkeypatch):
@@ -338,16 +426,10 @@ def test_twenty_concurrent_quantity_changes_charge_each_seat_exactly_once(monkey
 
     owner = make_persona(LicenseFactory().agents.get())
     subscription = _subscription(owner.license)
-    slow_charge = SandboxGateway.charge
-
-    def charge(self, **kwargs):
-        time.sleep(0.02)
-        return slow_charge(self, **kwargs)
-
-    monkeypatch.setattr(SandboxGateway, "charge", charge)
+    _slow_gateway(monkeypatch)
     wanted = list(range(6, 26))  # 20 different quantities
     results: dict[int, list] = {}
-    start = threading.Barrier(len(wanted))
+    start = threading.Barrier(len(wanted), timeout=30)
 
     def change(quantity):
         client = api_client(owner.account.pk, owner.token)
@@ -355,7 +437,7 @@ def test_twenty_concurrent_quantity_changes_charge_each_seat_exactly_once(monkey
         attempts = []
         try:
             start.wait()
-            while True:  # a real client: retry with the same key while the subscription is busy
+            for _ in range(1000):  # a real client: retry with the same key while the subscription is busy
                 response = client.patch(
                     f"/v1/subscriptions/{subscription.pk}", {"quantity": quantity}, format="json", **key
                 )
@@ -369,11 +451,7 @@ def test_twenty_concurrent_quantity_changes_charge_each_seat_exactly_once(monkey
 
     # when
     with time_machine.travel(MARCH, tick=False):
-        threads = [threading.Thread(target=change, args=(q,)) for q in wanted]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        _in_parallel(change, wanted)
 
     # then every request ended in a 200, and the only refusals on the way were "busy, retry"
     finals = {q: attempts[-1] for q, attempts in results.items()}
