@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 import time_machine
-from django.db import connection
+from django.db import connection, transaction
 from django.test import override_settings
 
 from billing import services, tasks
@@ -518,3 +518,41 @@ def test_a_change_after_the_period_ended_waits_for_the_renewal(owner):
     assert response.json()["code"] == "renewal_due"
     assert response["Retry-After"] == "60"
     assert Subscription.objects.get().quantity == 5
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_the_intent_is_committed_and_no_row_lock_is_held_while_the_gateway_is_called(monkeypatch):
+    # given
+    from tests.factories import LicenseFactory
+
+    owner = make_persona(LicenseFactory().agents.get())
+    subscription = _subscription(owner.license)
+    seen = {}
+    charge = SandboxGateway.charge
+
+    def observing(self, **kwargs):
+        def look(_):  # from another connection, as the reconciler or another request would
+            try:
+                seen["intent"] = Charge.objects.filter(
+                    idempotency_key=kwargs["idempotency_key"], status=INTENT
+                ).exists()
+                with transaction.atomic():
+                    seen["lockable"] = (
+                        Subscription.objects.select_for_update(nowait=True)
+                        .filter(pk=subscription.pk)
+                        .exists()
+                    )
+            finally:
+                connection.close()
+
+        _in_parallel(look, [None])
+        return charge(self, **kwargs)
+
+    monkeypatch.setattr(SandboxGateway, "charge", observing)
+    # when
+    with time_machine.travel(MARCH, tick=False):
+        response = owner.client.patch(f"/v1/subscriptions/{subscription.pk}", {"quantity": 6}, format="json")
+    # then
+    assert response.status_code == 200
+    assert seen == {"intent": True, "lockable": True}
