@@ -92,7 +92,8 @@ class Charge(LicenseOwned):
     """
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    subscription = models.ForeignKey(Subscription, on_delete=models.PROTECT, related_name="charges")
+    # RESTRICT, not PROTECT: a charge outlives a stray subscription delete, but goes with its license.
+    subscription = models.ForeignKey(Subscription, on_delete=models.RESTRICT, related_name="charges")
     amount = models.PositiveIntegerField()  # cents
     currency = models.CharField(max_length=3)
     reason = models.CharField(max_length=20, choices=[(r, r) for r in REASONS])

@@ -264,3 +264,15 @@ def test_a_trial_gives_seats_without_a_charge_and_a_subscription_replaces_it(own
     assert trial.state == "expired"
     assert Charge.objects.get().amount == 2 * 2400 * 12
     assert owner.client.get("/v1/licenses").json()[0]["subscription"]["planCode"] == "hd-team12m"
+
+
+def test_a_subscription_with_charges_cannot_be_deleted(owner):
+    # given
+    from django.db.models import RestrictedError
+
+    owner.client.post("/v1/subscriptions", {"planCode": "hd-team1m", "quantity": 1}, format="json")
+    subscription = Subscription.objects.get()
+    # when / then
+    with pytest.raises(RestrictedError):
+        subscription.delete()
+    assert Charge.objects.get().subscription == subscription
