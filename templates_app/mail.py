@@ -1,0 +1,158 @@
+"""Sending e-mail: render now, store one `OutboundMessage` per recipient, send later from a Celery task.
+
+Rows are created inside the caller's transaction and the task is enqueued with `transaction.on_commit`, so
+a rolled-back request sends nothing. `deliver()` sends a row at most once: it takes the row lock, skips a row
+already sent, and marks it sent in the same transaction. Temporary SMTP failures (4xx replies, dropped or
+refused connections) raise `TemporaryFailure` so the task retries with backoff; permanent ones (5xx) mark
+the row failed.
+"""
+
+from __future__ import annotations
+
+import logging
+import smtplib
+
+from django.conf import settings
+from django.core.mail import EmailMultiAlternatives, get_connection
+from django.db import transaction
+from django.utils import timezone
+
+from templates_app.models import OutboundMessage, Template
+from templates_app.rendering import Rendered, render
+
+log = logging.getLogger(__name__)
+
+
+class TemporaryFailure(Exception):
+    """The mail server asked us to try again later (or could not be reached)."""
+
+
+# --- contexts ---------------------------------------------------------------------------------------------
+
+
+def license_context(*, license, agent=None, **values) -> dict:
+    """The flat placeholder context for a license (and the agent writing), plus explicit values."""
+    context = {"license.companyName": (license.settings or {}).get("companyName", "")}
+    if agent is not None:
+        context["agent.name"] = agent.name
+        context["agent.signature"] = agent.signature_text
+    context.update({key: value for key, value in values.items() if value is not None})
+    return context
+
+
+def sample_context(*, license, agent=None) -> dict:
+    """Sample data for previews and test messages (the agent's own name and signature)."""
+    return license_context(
+        license=license,
+        agent=agent,
+        **{
+            "ticket.subject": "Where is my order?",
+            "ticket.shortID": "AB12CD",
+            "requester.name": "Jane Doe",
+            "requester.email": "jane.doe@example.com",
+            "message.text": "Hello Jane,\n\nThank you for your message. Your order left our warehouse today.",
+        },
+    )
+
+
+def powered_by(license) -> bool:
+    return bool((license.settings or {}).get("poweredByFooter", False))
+
+
+def render_for_license(*, license, context: dict, template: Template | None = None) -> Rendered:
+    """A system e-mail of a license, made from its default template like every other e-mail."""
+    template = template or license.default_template
+    if template is None:
+        return render(
+            type="visual",
+            content={"text": "{{message.text}}"},
+            context=context,
+            powered_by=powered_by(license),
+        )
+    return render(
+        type=template.type, content=template.content, context=context, powered_by=powered_by(license)
+    )
+
+
+# --- queueing and delivery ----------------------------------------------------------------------------------
+
+
+def message_queue(
+    *, license, kind: str, key: str, to: str, subject: str, rendered: Rendered
+) -> OutboundMessage:
+    """Store the message and send it after commit. The same `key` again returns the first row unsent-again."""
+    message, created = OutboundMessage.objects.get_or_create(
+        license=license,
+        key=key[:200],
+        defaults={
+            "kind": kind,
+            "to": to,
+            "subject": subject[:300],
+            "text": rendered.text,
+            "html": rendered.html,
+        },
+    )
+    if created:
+        from templates_app.tasks import send_outbound_message
+
+        transaction.on_commit(lambda: send_outbound_message.delay(str(message.pk)))
+    return message
+
+
+def _is_temporary(exc: Exception) -> bool:
+    if isinstance(exc, smtplib.SMTPRecipientsRefused):
+        codes = [code for code, _ in exc.recipients.values()]
+        return bool(codes) and all(400 <= code < 500 for code in codes)
+    if isinstance(exc, smtplib.SMTPResponseException):
+        return 400 <= exc.smtp_code < 500
+    return isinstance(exc, smtplib.SMTPServerDisconnected | ConnectionError | TimeoutError | OSError)
+
+
+def _email(message: OutboundMessage) -> EmailMultiAlternatives:
+    email = EmailMultiAlternatives(
+        subject=message.subject,
+        body=message.text,
+        from_email=settings.DEFAULT_FROM_EMAIL,
+        to=[message.to],
+        headers={"X-HelpDesk-Message-ID": str(message.pk)},
+        connection=get_connection(fail_silently=False),
+    )
+    if message.html:
+        email.attach_alternative(message.html, "text/html")
+    return email
+
+
+def deliver(*, message_id) -> OutboundMessage:
+    """Send one stored message unless it was sent already; raises TemporaryFailure to ask for a retry."""
+    with transaction.atomic():
+        message = OutboundMessage.objects.select_for_update().get(pk=message_id)
+        if message.status != OutboundMessage.STATUS_PENDING:
+            return message
+        message.attempts += 1
+        try:
+            _email(message).send()
+        except Exception as exc:
+            if not isinstance(exc, smtplib.SMTPException | OSError):
+                raise
+            message.last_error = f"{type(exc).__name__}: {exc}"[:2000]
+            temporary = _is_temporary(exc)
+            if not temporary:
+                message.status = OutboundMessage.STATUS_FAILED
+            message.save(update_fields=["attempts", "last_error", "status"])
+            if not temporary:
+                log.warning("E-mail %s to %s failed permanently: %s", message.pk, message.to, exc)
+                return message
+        else:
+            message.status = OutboundMessage.STATUS_SENT
+            message.sent_at = timezone.now()
+            message.save(update_fields=["attempts", "status", "sent_at", "last_error"])
+            return message
+    # A temporary failure: the attempt is committed, then the task retries.
+    raise TemporaryFailure(message.last_error)
+
+
+def give_up(*, message_id) -> None:
+    """After the last retry: the message stays unsent and says why."""
+    OutboundMessage.objects.filter(pk=message_id, status=OutboundMessage.STATUS_PENDING).update(
+        status=OutboundMessage.STATUS_FAILED
+    )
