@@ -60,5 +60,9 @@ class TemplateFactory(factory.django.DjangoModelFactory):
     name = factory.Sequence(lambda n: f"Template {n}")
     type = "html"
     content = factory.LazyFunction(
-        lambda: {"text": "Hello {{requester.name}}", "html": "<p>Hello {{requester.name}}</p>", "appearance": {}}
+        lambda: {
+            "text": "Hello {{requester.name}}",
+            "html": "<p>Hello {{requester.name}}</p>",
+            "appearance": {},
+        }
     )

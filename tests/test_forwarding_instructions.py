@@ -44,7 +44,11 @@ def test_the_email_uses_a_changed_default_template(owner, eager_tasks, django_ca
     # given the owner turned the default template into an html one
     template = owner.license.default_template
     template.type = "html"
-    template.content = {"text": "T: {{message.text}}", "html": "<h1>Brand</h1><div>{{message.text}}</div>", "appearance": {}}
+    template.content = {
+        "text": "T: {{message.text}}",
+        "html": "<h1>Brand</h1><div>{{message.text}}</div>",
+        "appearance": {},
+    }
     template.save()
     with django_capture_on_commit_callbacks(execute=True):
         owner.client.post(_path(owner.license), {"email": "it@example.com"}, format="json")
@@ -53,7 +57,9 @@ def test_the_email_uses_a_changed_default_template(owner, eager_tasks, django_ca
     assert sent.alternatives[0][0].startswith("<h1>Brand</h1><div>To receive")
 
 
-@pytest.mark.parametrize("body", [{}, {"email": "nope"}, {"email": ["a@example.com"]}, {"email": "a@example.com", "x": 1}])
+@pytest.mark.parametrize(
+    "body", [{}, {"email": "nope"}, {"email": ["a@example.com"]}, {"email": "a@example.com", "x": 1}]
+)
 def test_it_validates_the_email(owner, body):
     response = owner.client.post(_path(owner.license), body, format="json")
     assert response.status_code == 400
@@ -62,7 +68,9 @@ def test_it_validates_the_email(owner, body):
 
 @pytest.mark.parametrize(("role", "status"), [("owner", 200), ("normal", 403), ("viewer", 403)])
 def test_only_owners_send_forwarding_instructions(personas, role, status):
-    response = personas[role].client.post(_path(personas["owner"].license), {"email": "a@example.com"}, format="json")
+    response = personas[role].client.post(
+        _path(personas["owner"].license), {"email": "a@example.com"}, format="json"
+    )
     assert response.status_code == status
 
 

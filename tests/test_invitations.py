@@ -111,7 +111,9 @@ def test_the_expiry_is_a_setting(invited, settings):
     settings.HELPDESK_INVITATION_MAX_AGE_DAYS = 1
     token = _token_from(django_mail.outbox[0])
     with time_machine.travel(dt.datetime.now(dt.UTC) + dt.timedelta(days=1, minutes=1)):
-        assert anonymous().post(ACCEPT, {"token": token}, format="json").json()["code"] == "invitation_expired"
+        assert (
+            anonymous().post(ACCEPT, {"token": token}, format="json").json()["code"] == "invitation_expired"
+        )
 
 
 @pytest.mark.parametrize("token", ["garbage", "", "00000000-0000-0000-0000-000000000000:abc:def"])
@@ -128,7 +130,9 @@ def test_a_link_signed_for_something_else_is_refused(invited):
     assert response.status_code == 400 and response.json()["code"] == "invitation_invalid"
 
 
-def test_reinviting_sends_a_new_link_and_kills_the_old_one(owner, invited, django_capture_on_commit_callbacks):
+def test_reinviting_sends_a_new_link_and_kills_the_old_one(
+    owner, invited, django_capture_on_commit_callbacks
+):
     old_token = _token_from(django_mail.outbox[0])
     # when the owner re-invites
     with django_capture_on_commit_callbacks(execute=True):
@@ -157,7 +161,9 @@ def test_an_outsider_cannot_reinvite(outsider, invited):
     assert outsider.client.post(f"/v1/agents/{invited.pk}/invite", format="json").status_code == 404
 
 
-def test_an_existing_account_accepts_only_while_signed_in(owner, other_license, eager_tasks, django_capture_on_commit_callbacks):
+def test_an_existing_account_accepts_only_while_signed_in(
+    owner, other_license, eager_tasks, django_capture_on_commit_callbacks
+):
     # given the owner of another license is invited here
     other_owner = other_license.agents.get()
     with django_capture_on_commit_callbacks(execute=True):

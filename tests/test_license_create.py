@@ -26,7 +26,11 @@ def test_it_creates_the_license_with_its_team_template_and_owner(newcomer):
     # when a new account creates its license
     response = newcomer.client.post(
         "/v1/licenses",
-        {"planCode": "hd-team1m", "couponCode": "WELCOME", "source": {"utmSource": "ads", "referrer": "x.com"}},
+        {
+            "planCode": "hd-team1m",
+            "couponCode": "WELCOME",
+            "source": {"utmSource": "ads", "referrer": "x.com"},
+        },
         format="json",
     )
     # then the license comes back with its defaults
@@ -105,7 +109,9 @@ def test_a_failure_in_the_middle_leaves_nothing_half_created(newcomer, monkeypat
 
 
 def test_license_create_without_a_token_is_a_401(client):
-    response = client.post("/v1/licenses", {"planCode": "hd-team1m"}, content_type="application/json", HTTP_USER_AGENT="t")
+    response = client.post(
+        "/v1/licenses", {"planCode": "hd-team1m"}, content_type="application/json", HTTP_USER_AGENT="t"
+    )
     assert response.status_code == 401
 
 

@@ -31,7 +31,10 @@ def test_a_test_message_reaches_a_real_smtp_server_with_text_and_html(
         )
     assert response.status_code == 202
     # then the SMTP server received one message per recipient, with the rendered text and HTML parts
-    assert sorted(rcpt for rcpts, _ in smtp_server.messages for rcpt in rcpts) == ["one@example.com", "two@example.com"]
+    assert sorted(rcpt for rcpts, _ in smtp_server.messages for rcpt in rcpts) == [
+        "one@example.com",
+        "two@example.com",
+    ]
     _, received = smtp_server.messages[0]
     assert received["Subject"] == "Test message from Acme"
     assert received.get_content_type() == "multipart/alternative"
@@ -64,8 +67,12 @@ def test_a_message_is_never_sent_twice(license, smtp_server):
 
 def test_queueing_the_same_key_twice_keeps_one_message(license):
     rendered = Rendered(text="t", html="h")
-    first = mail.message_queue(license=license, kind="test", key="same", to="a@example.com", subject="s", rendered=rendered)
-    again = mail.message_queue(license=license, kind="test", key="same", to="a@example.com", subject="s", rendered=rendered)
+    first = mail.message_queue(
+        license=license, kind="test", key="same", to="a@example.com", subject="s", rendered=rendered
+    )
+    again = mail.message_queue(
+        license=license, kind="test", key="same", to="a@example.com", subject="s", rendered=rendered
+    )
     assert first.pk == again.pk
     assert OutboundMessage.objects.count() == 1
 

@@ -65,9 +65,14 @@ def test_a_visual_template_builds_html_from_the_text_and_the_appearance_colors()
 
 def test_missing_values_render_empty_and_leave_no_gaps():
     # given a context without the agent and the ticket
-    content = {"text": "{{message.text}}\n\n{{agent.name}}\n{{agent.signature}}\n\n{{license.companyName}}", "html": ""}
+    content = {
+        "text": "{{message.text}}\n\n{{agent.name}}\n{{agent.signature}}\n\n{{license.companyName}}",
+        "html": "",
+    }
     # when it is rendered
-    rendered = render(type="visual", content=content, context={"message.text": "Hi", "license.companyName": "Acme"})
+    rendered = render(
+        type="visual", content=content, context={"message.text": "Hi", "license.companyName": "Acme"}
+    )
     # then the missing values are empty and the blank lines collapse
     assert rendered.text == "Hi\n\nAcme"
     assert "None" not in rendered.html
@@ -75,7 +80,10 @@ def test_missing_values_render_empty_and_leave_no_gaps():
 
 def test_an_unknown_placeholder_renders_empty_and_reaches_nothing():
     # given placeholders that try to reach beyond the context
-    content = {"text": "{{settings.SECRET_KEY}}{{ticket.__class__}}{{license}}", "html": "<p>{{request.user}}</p>"}
+    content = {
+        "text": "{{settings.SECRET_KEY}}{{ticket.__class__}}{{license}}",
+        "html": "<p>{{request.user}}</p>",
+    }
     # when rendered with a context that even holds such a key
     rendered = render(type="html", content=content, context=CONTEXT | {"settings.SECRET_KEY": "s3cret"})
     # then nothing is substituted
@@ -101,7 +109,9 @@ def test_the_powered_by_footer_appears_only_when_asked():
 
 
 def test_an_html_template_without_html_falls_back_to_the_visual_layout():
-    rendered = render(type="html", content={"text": "Hello {{requester.name}}", "html": "  "}, context=CONTEXT)
+    rendered = render(
+        type="html", content={"text": "Hello {{requester.name}}", "html": "  "}, context=CONTEXT
+    )
     assert "<p>Hello Ann &amp; Co</p>" in rendered.html
 
 
@@ -159,7 +169,9 @@ def test_a_value_cannot_smuggle_a_javascript_url_into_an_attribute():
     # given a template that puts a value into a link and a ticket subject chosen by an end user
     content = {"text": "", "html": '<a href="{{ticket.subject}}">open</a>'}
     # when rendered
-    html = render(type="html", content=content, context={"ticket.subject": "javascript:alert(document.cookie)"}).html
+    html = render(
+        type="html", content=content, context={"ticket.subject": "javascript:alert(document.cookie)"}
+    ).html
     # then the link lost its href
     assert "javascript" not in html
 

@@ -32,7 +32,9 @@ def test_it_lists_the_templates_with_exactly_the_spec_fields(owner):
 
 def test_it_creates_a_template(owner):
     # when the owner creates a template
-    response = owner.client.post("/v1/templates", {"name": "Brand", "content": CONTENT, "type": "visual"}, format="json")
+    response = owner.client.post(
+        "/v1/templates", {"name": "Brand", "content": CONTENT, "type": "visual"}, format="json"
+    )
     # then it is stored with the caller's stamps
     assert response.status_code == 201, response.json()
     body = response.json()
@@ -60,11 +62,26 @@ def test_content_defaults_html_and_appearance(owner):
         ({"name": "T", "content": {"text": 5}}, "content"),
         ({"name": "T", "content": {"text": "x", "extra": 1}}, "content"),
         ({"name": "T", "content": {"text": "x", "appearance": []}}, "content"),
-        ({"name": "T", "content": {"text": "x", "appearance": {"a": {"type": "font", "value": None}}}}, "content"),
-        ({"name": "T", "content": {"text": "x", "appearance": {"a": {"type": "color", "value": "red"}}}}, "content"),
-        ({"name": "T", "content": {"text": "x", "appearance": {"a": {"type": "color", "value": "#12345"}}}}, "content"),
+        (
+            {"name": "T", "content": {"text": "x", "appearance": {"a": {"type": "font", "value": None}}}},
+            "content",
+        ),
+        (
+            {"name": "T", "content": {"text": "x", "appearance": {"a": {"type": "color", "value": "red"}}}},
+            "content",
+        ),
+        (
+            {
+                "name": "T",
+                "content": {"text": "x", "appearance": {"a": {"type": "color", "value": "#12345"}}},
+            },
+            "content",
+        ),
         ({"name": "T", "content": {"text": "x", "appearance": {"a": {"type": "color"}}}}, "content"),
-        ({"name": "T", "content": {"text": "x", "appearance": {"a b": {"type": "color", "value": None}}}}, "content"),
+        (
+            {"name": "T", "content": {"text": "x", "appearance": {"a b": {"type": "color", "value": None}}}},
+            "content",
+        ),
         ({"name": "T", "content": {"text": "{{ticket.secret}}"}}, "content"),
         ({"name": "T", "content": {"text": "", "html": "{{agent.password}}"}}, "content"),
         ({"name": "T", "content": CONTENT, "type": "mjml"}, "type"),
@@ -79,7 +96,9 @@ def test_it_rejects_invalid_template_bodies(owner, body, field):
 
 
 def test_an_unknown_placeholder_is_named_in_the_error(owner):
-    response = owner.client.post("/v1/templates", {"name": "T", "content": {"text": "{{foo.bar}}"}}, format="json")
+    response = owner.client.post(
+        "/v1/templates", {"name": "T", "content": {"text": "{{foo.bar}}"}}, format="json"
+    )
     assert response.json()["details"]["content"]["text"][0].startswith("Unknown placeholder(s) {{foo.bar}}")
 
 
@@ -158,7 +177,9 @@ def test_a_transaction_bound_to_another_object_is_a_409(owner):
     owner.client.patch(f"/v1/templates/{first.pk}", {"transactionID": str(upload.pk)}, format="json")
     second = TemplateFactory(license=owner.license)
     # when another template uses it
-    response = owner.client.patch(f"/v1/templates/{second.pk}", {"transactionID": str(upload.pk)}, format="json")
+    response = owner.client.patch(
+        f"/v1/templates/{second.pk}", {"transactionID": str(upload.pk)}, format="json"
+    )
     # then it is a conflict
     assert response.status_code == 409
     assert response.json()["code"] == "transaction_bound"
@@ -168,7 +189,10 @@ def test_preview_renders_with_sample_data_and_the_callers_signature(agent):
     # given a normal agent with a signature
     agent.agent.signature_text = "Cheers, Sam"
     agent.agent.save()
-    content = {"text": "Hi {{requester.name}}\n{{agent.signature}}", "html": "<b>{{ticket.subject}}</b><script>x</script>"}
+    content = {
+        "text": "Hi {{requester.name}}\n{{agent.signature}}",
+        "html": "<b>{{ticket.subject}}</b><script>x</script>",
+    }
     # when it previews an html template
     response = agent.client.post("/v1/templates/preview", {"content": content, "type": "html"}, format="json")
     # then it gets both parts, rendered synchronously and sanitized
@@ -194,7 +218,9 @@ def test_send_test_message_is_acknowledged_and_queued_after_commit(owner, django
     # when the owner sends a test message to two recipients
     with django_capture_on_commit_callbacks() as callbacks:
         response = owner.client.post(
-            "/v1/templates/sendTestMessage", SEND | {"recipients": ["a@example.com", "B@Example.com"]}, format="json"
+            "/v1/templates/sendTestMessage",
+            SEND | {"recipients": ["a@example.com", "B@Example.com"]},
+            format="json",
         )
     # then the answer is a text acknowledgement and one message per recipient waits for the task
     assert response.status_code == 202
@@ -218,7 +244,9 @@ def test_send_test_message_is_acknowledged_and_queued_after_commit(owner, django
     ],
 )
 def test_send_test_message_validates_recipients(owner, recipients):
-    response = owner.client.post("/v1/templates/sendTestMessage", SEND | {"recipients": recipients}, format="json")
+    response = owner.client.post(
+        "/v1/templates/sendTestMessage", SEND | {"recipients": recipients}, format="json"
+    )
     assert response.status_code == 400, response.json()
     assert list(response.json()["details"]) == ["recipients"]
     assert not OutboundMessage.objects.exists()
@@ -226,7 +254,9 @@ def test_send_test_message_validates_recipients(owner, recipients):
 
 def test_ten_recipients_are_allowed(owner):
     recipients = [f"r{i}@example.com" for i in range(10)]
-    response = owner.client.post("/v1/templates/sendTestMessage", SEND | {"recipients": recipients}, format="json")
+    response = owner.client.post(
+        "/v1/templates/sendTestMessage", SEND | {"recipients": recipients}, format="json"
+    )
     assert response.status_code == 202
     assert OutboundMessage.objects.count() == 10
 
@@ -234,7 +264,9 @@ def test_ten_recipients_are_allowed(owner):
 def test_a_repeated_request_with_the_same_idempotency_key_queues_once(owner):
     body = SEND | {"recipients": ["a@example.com"]}
     for _ in range(2):
-        response = owner.client.post("/v1/templates/sendTestMessage", body, format="json", HTTP_IDEMPOTENCY_KEY="k1")
+        response = owner.client.post(
+            "/v1/templates/sendTestMessage", body, format="json", HTTP_IDEMPOTENCY_KEY="k1"
+        )
         assert response.status_code == 202
     assert OutboundMessage.objects.count() == 1
 

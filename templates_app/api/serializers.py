@@ -2,6 +2,7 @@
 
 import re
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from accounts.api.serializers import AttachmentOutputSerializer
@@ -35,6 +36,20 @@ class TemplateSerializer(StampedOutputSerializer):
         return {name: fields[name] for name in self.Meta.fields}
 
 
+_APPEARANCE_SCHEMA = {
+    "type": "object",
+    "additionalProperties": {
+        "type": "object",
+        "properties": {
+            "type": {"type": "string", "enum": ["color"]},
+            "value": {"type": "string", "pattern": "^#[0-9a-fA-F]{6}$", "nullable": True},
+        },
+        "required": ["type", "value"],
+    },
+}
+
+
+@extend_schema_field(_APPEARANCE_SCHEMA)
 class AppearanceField(serializers.Field):
     """`{key: {"type": "color", "value": "#rrggbb" | null}}`; nothing else is accepted."""
 
@@ -107,6 +122,14 @@ class PreviewSerializer(StrictSerializer):
     type = serializers.ChoiceField(choices=TYPES, required=False, default=TYPE_HTML)
 
 
+@extend_schema_field(
+    {
+        "type": "array",
+        "items": {"type": "string", "format": "email"},
+        "minItems": 1,
+        "maxItems": MAX_RECIPIENTS,
+    }
+)
 class RecipientsField(serializers.Field):
     default_error_messages = {
         "not_a_list": "Must be an array of e-mail addresses.",
