@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import logging
 import smtplib
+from datetime import timedelta
 
 from django.conf import settings
 from django.core.mail import EmailMultiAlternatives, get_connection
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
+from accounts.models import License
 from templates_app.models import OutboundMessage, Template
 from templates_app.rendering import Rendered, render
 
@@ -80,23 +83,26 @@ def render_for_license(*, license, context: dict, template: Template | None = No
 def message_queue(
     *, license, kind: str, key: str, to: str, subject: str, rendered: Rendered
 ) -> OutboundMessage:
-    """Store the message and send it after commit. The same `key` again returns the first row unsent-again."""
+    """Store the message and send it after commit; the same `key` again returns the first row, queued once."""
+    subject = " ".join(subject.split())[:300]  # a header: never a line break (company names are user input)
     message, created = OutboundMessage.objects.get_or_create(
         license=license,
         key=key[:200],
-        defaults={
-            "kind": kind,
-            "to": to,
-            "subject": subject[:300],
-            "text": rendered.text,
-            "html": rendered.html,
-        },
+        defaults={"kind": kind, "to": to, "subject": subject, "text": rendered.text, "html": rendered.html},
     )
     if created:
-        from templates_app.tasks import send_outbound_message
-
-        transaction.on_commit(lambda: send_outbound_message.delay(str(message.pk)))
+        transaction.on_commit(lambda: enqueue(message_id=message.pk))
     return message
+
+
+def enqueue(*, message_id) -> None:
+    """Hand a stored message to the workers. If the broker is down the row stays pending for the sweeper."""
+    from templates_app.tasks import send_outbound_message
+
+    try:
+        send_outbound_message.delay(str(message_id))
+    except Exception:
+        log.exception("Could not enqueue e-mail %s; requeue_stale_messages will pick it up", message_id)
 
 
 def _is_temporary(exc: Exception) -> bool:
@@ -122,11 +128,15 @@ def _email(message: OutboundMessage) -> EmailMultiAlternatives:
     return email
 
 
-def deliver(*, message_id) -> OutboundMessage:
-    """Send one stored message unless it was sent already; raises TemporaryFailure to ask for a retry."""
+def deliver(*, message_id) -> OutboundMessage | None:
+    """Send one stored message unless it was sent already; raises TemporaryFailure to ask for a retry.
+
+    The row lock is held while the server answers, so a second worker on the same row waits and then sees
+    it sent. (A crash after the server accepted but before the commit can still send twice: at-least-once.)
+    """
     with transaction.atomic():
-        message = OutboundMessage.objects.select_for_update().get(pk=message_id)
-        if message.status != OutboundMessage.STATUS_PENDING:
+        message = OutboundMessage.objects.select_for_update().filter(pk=message_id).first()
+        if message is None or message.status != OutboundMessage.STATUS_PENDING:
             return message
         message.attempts += 1
         try:
@@ -156,3 +166,29 @@ def give_up(*, message_id) -> None:
     OutboundMessage.objects.filter(pk=message_id, status=OutboundMessage.STATUS_PENDING).update(
         status=OutboundMessage.STATUS_FAILED
     )
+
+
+STALE_AFTER = timedelta(minutes=10)
+RETENTION = timedelta(days=30)
+
+
+def requeue_stale_messages() -> int:
+    """Enqueue again what was never tried (its enqueue was lost); drop finished messages after RETENTION.
+
+    Safe to overlap with a running task: `deliver()` sends a row at most once. Works license by license.
+    """
+    now, requeued = timezone.now(), 0
+    for license_id in License.objects.values_list("pk", flat=True).iterator():
+        messages = OutboundMessage.objects.for_license(license_id)
+        cutoff = now - RETENTION
+        messages.filter(
+            Q(status=OutboundMessage.STATUS_SENT, sent_at__lt=cutoff)
+            | Q(status=OutboundMessage.STATUS_FAILED, created_at__lt=cutoff)
+        ).delete()
+        stale = messages.filter(
+            status=OutboundMessage.STATUS_PENDING, attempts=0, created_at__lt=now - STALE_AFTER
+        ).values_list("pk", flat=True)
+        for message_id in list(stale):
+            enqueue(message_id=message_id)
+            requeued += 1
+    return requeued

@@ -21,3 +21,8 @@ def send_outbound_message(self, message_id: str) -> None:
             mail.give_up(message_id=message_id)
             return
         raise self.retry(exc=exc, countdown=backoff(self.request.retries)) from exc
+
+
+@shared_task
+def requeue_stale_messages() -> int:
+    return mail.requeue_stale_messages()

@@ -143,3 +143,61 @@ def test_temporary_failures_are_told_from_permanent_ones(exc, temporary):
 
 def test_backoff_grows_and_is_capped():
     assert [tasks.backoff(n) for n in range(9)] == [30, 60, 120, 240, 480, 960, 1920, 3600, 3600]
+
+
+def test_a_line_break_in_a_subject_cannot_add_headers(license):
+    rendered = Rendered(text="t", html="")
+    message = mail.message_queue(
+        license=license,
+        kind="test",
+        key="s",
+        to="a@example.com",
+        subject="Hi\r\nBcc: x@evil.example",
+        rendered=rendered,
+    )
+    assert message.subject == "Hi Bcc: x@evil.example"
+
+
+def test_a_lost_enqueue_does_not_fail_the_request(owner, monkeypatch, django_capture_on_commit_callbacks):
+    # given a broker that is down
+    def broker_down(*args, **kwargs):
+        raise ConnectionError("broker down")
+
+    monkeypatch.setattr(tasks.send_outbound_message, "delay", broker_down)
+    # when a test message is sent
+    with django_capture_on_commit_callbacks(execute=True):
+        response = owner.client.post(
+            "/v1/templates/sendTestMessage",
+            {"content": CONTENT, "recipients": ["a@example.com"]},
+            format="json",
+        )
+    # then the request succeeded and the message waits for the sweeper
+    assert response.status_code == 202
+    assert OutboundMessage.objects.get().status == "pending"
+
+
+def test_the_sweeper_requeues_stale_messages_and_drops_old_finished_ones(license, time_machine, eager_tasks):
+    import datetime as dt
+
+    # given a message whose enqueue was lost and an old sent message
+    time_machine.move_to(dt.datetime(2026, 1, 1, 12, tzinfo=dt.UTC), tick=False)
+    lost = _message(license, key="lost")
+    old = _message(license, key="old")
+    old.status, old.sent_at = "sent", dt.datetime(2026, 1, 1, 12, tzinfo=dt.UTC)
+    old.save()
+    # when the sweeper runs 31 days later
+    time_machine.move_to(dt.datetime(2026, 2, 1, 12, tzinfo=dt.UTC), tick=False)
+    fresh = _message(license, key="fresh")
+    requeued = tasks.requeue_stale_messages()
+    # then the lost one went out, the fresh one is left to its own task, the old one is gone
+    assert requeued == 1
+    lost.refresh_from_db()
+    assert lost.status == "sent"
+    assert OutboundMessage.objects.get(pk=fresh.pk).status == "pending"
+    assert not OutboundMessage.objects.filter(pk=old.pk).exists()
+
+
+def test_delivering_a_deleted_message_does_nothing(db):
+    import uuid
+
+    assert mail.deliver(message_id=uuid.uuid4()) is None
