@@ -22,7 +22,7 @@ The powered-by footer is appended to both parts when the license setting `powere
   images only from `cid:` inline attachments). An empty `content.html` falls back to the visual layout.
 - `visual` templates: HTML built here from `content.text` (escaped, paragraphs, links) and the appearance
   colors (`VISUAL_COLORS`; a null or missing value takes the default).
-- The text part is always `content.text` with raw values.
+- The text part is `content.text` with raw values (an html template without text gets the text of its HTML).
 
 Nothing here opens a connection: sanitizing removes remote URLs instead of fetching them.
 """
@@ -161,6 +161,12 @@ def _text_to_html(text: str, link_color: str) -> str:
     return "\n".join(out)
 
 
+def _html_to_text(markup: str) -> str:
+    """The text part of an html template that has no text of its own: its words, line by block."""
+    markup = re.sub(r"<br\s*/?>|</(p|div|h[1-6]|li|tr|table|blockquote)>", "\n", markup, flags=re.I)
+    return _tidy_text(html_lib.unescape(nh3.clean(markup, tags=set())))
+
+
 def colors(appearance: dict | None) -> dict:
     """The visual layout's colors: the appearance's valid `color` values over the defaults."""
     chosen = dict(VISUAL_COLORS)
@@ -194,6 +200,8 @@ def render(*, type: str, content: dict, context: dict, powered_by: bool = False)
     source_html = content.get("html") or ""
     if type == "html" and source_html.strip():
         html = sanitize(_substitute(source_html, context, escape=html_lib.escape))
+        if not text:
+            text = _html_to_text(html)
         if powered_by:
             html += POWERED_BY_HTML
     else:

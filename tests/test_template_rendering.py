@@ -190,3 +190,9 @@ def test_rendering_never_opens_a_connection(monkeypatch):
     # when rendered (both types), nothing connects
     render(type="html", content=content, context={})
     render(type="visual", content=content, context={})
+
+
+def test_an_html_template_without_text_gets_the_text_of_its_html():
+    content = {"text": "", "html": "<h1>Hi {{requester.name}}</h1><p>One<br>Two</p><script>x()</script>"}
+    rendered = render(type="html", content=content, context=CONTEXT)
+    assert rendered.text == "Hi Ann & Co\nOne\nTwo"
