@@ -38,12 +38,14 @@ def forwarding_instructions_send(*, license, email: str, agent=None, request_key
         agent=agent,
         **{"message.text": INSTRUCTIONS.format(address=address), "requester.email": email},
     )
+    rendered, attachments = mail.render_for_license(license=license, context=context)
     mail.message_queue(
         license=license,
         kind=OutboundMessage.KIND_FORWARDING,
         key=f"forwarding:{request_key or uuid.uuid4().hex}:{email}",
         to=email,
         subject="How to forward your support e-mail to HelpDesk",
-        rendered=mail.render_for_license(license=license, context=context),
+        rendered=rendered,
+        attachments=attachments,
     )
     return f"Forwarding instructions sent to {email}."

@@ -79,13 +79,15 @@ def invitation_send(*, agent: Agent) -> Invitation:
         agent=inviter,
         **{"message.text": body, "requester.name": agent.name, "requester.email": agent.email},
     )
+    rendered, attachments = mail.render_for_license(license=license, context=context)
     mail.message_queue(
         license=license,
         kind=OutboundMessage.KIND_INVITATION,
         key=f"invitation:{invitation.pk}",
         to=agent.email,
         subject=f"You are invited to join {company} on HelpDesk",
-        rendered=mail.render_for_license(license=license, context=context),
+        rendered=rendered,
+        attachments=attachments,
     )
     return invitation
 

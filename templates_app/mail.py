@@ -12,6 +12,8 @@ from __future__ import annotations
 import logging
 import smtplib
 from datetime import timedelta
+from email import encoders
+from email.mime.base import MIMEBase
 
 from django.conf import settings
 from django.core.mail import EmailMultiAlternatives, get_connection
@@ -62,26 +64,43 @@ def powered_by(license) -> bool:
     return bool((license.settings or {}).get("poweredByFooter", False))
 
 
-def render_for_license(*, license, context: dict, template: Template | None = None) -> Rendered:
-    """A system e-mail of a license, made from its default template like every other e-mail."""
+def logo(template: Template | None):
+    """The template's logo: its first attachment (the spec supports only the logo for now)."""
+    if template is None:
+        return None
+    return template.attachments.order_by("created_at").first()
+
+
+def cid(attachment) -> str:
+    return attachment.cid or attachment.token
+
+
+def render_for_license(*, license, context: dict, template: Template | None = None) -> tuple[Rendered, list]:
+    """A system e-mail of a license, made from its default template like every other e-mail.
+
+    Returns the rendered parts and the inline attachments they reference (the logo).
+    """
     template = template or license.default_template
     if template is None:
-        return render(
-            type="visual",
-            content={"text": "{{message.text}}"},
-            context=context,
-            powered_by=powered_by(license),
-        )
-    return render(
-        type=template.type, content=template.content, context=context, powered_by=powered_by(license)
+        content, type_ = {"text": "{{message.text}}"}, "visual"
+    else:
+        content, type_ = template.content, template.type
+    image = logo(template)
+    rendered = render(
+        type=type_,
+        content=content,
+        context=context,
+        powered_by=powered_by(license),
+        logo_cid=cid(image) if image else None,
     )
+    return rendered, [image] if image else []
 
 
 # --- queueing and delivery ----------------------------------------------------------------------------------
 
 
 def message_queue(
-    *, license, kind: str, key: str, to: str, subject: str, rendered: Rendered
+    *, license, kind: str, key: str, to: str, subject: str, rendered: Rendered, attachments=()
 ) -> OutboundMessage:
     """Store the message and send it after commit; the same `key` again returns the first row, queued once."""
     subject = " ".join(subject.split())[:300]  # a header: never a line break (company names are user input)
@@ -91,6 +110,8 @@ def message_queue(
         defaults={"kind": kind, "to": to, "subject": subject, "text": rendered.text, "html": rendered.html},
     )
     if created:
+        if attachments:
+            message.attachments.set(attachments)
         transaction.on_commit(lambda: enqueue(message_id=message.pk))
     return message
 
@@ -125,6 +146,16 @@ def _email(message: OutboundMessage) -> EmailMultiAlternatives:
     )
     if message.html:
         email.attach_alternative(message.html, "text/html")
+    for attachment in message.attachments.all():
+        # Inline parts of the HTML (multipart/related), addressed by Content-ID.
+        with attachment.file.open("rb") as handle:
+            part = MIMEBase(*(attachment.content_type or "application/octet-stream").split("/", 1))
+            part.set_payload(handle.read())
+        encoders.encode_base64(part)
+        part.add_header("Content-ID", f"<{cid(attachment)}>")
+        part.add_header("Content-Disposition", "inline", filename=attachment.name)
+        email.attach(part)
+        email.mixed_subtype = "related"
     return email
 
 

@@ -49,6 +49,8 @@ class OutboundMessage(LicenseOwned):
     subject = models.CharField(max_length=300)
     text = models.TextField()
     html = models.TextField(blank=True)
+    # Inline files of the HTML part (the template's logo, referenced as cid:<cid>).
+    attachments = models.ManyToManyField("accounts.Attachment", blank=True, related_name="+")
     status = models.CharField(max_length=10, default=STATUS_PENDING)
     attempts = models.PositiveIntegerField(default=0)
     last_error = models.TextField(blank=True)

@@ -178,12 +178,15 @@ def colors(appearance: dict | None) -> dict:
     return chosen
 
 
-def _visual_html(body_html: str, palette: dict, footer: bool) -> str:
+def _visual_html(body_html: str, palette: dict, footer: bool, logo_cid: str | None = None) -> str:
     footer_html = (
         f'<p style="color:{palette["footerTextColor"]};font-size:12px;text-align:center">{POWERED_BY_TEXT}</p>'
         if footer
         else ""
     )
+    if logo_cid:
+        logo = f'<p style="text-align:center"><img src="cid:{html_lib.escape(logo_cid)}" alt="" width="200"></p>'
+        body_html = logo + body_html
     return (
         f'<div style="background-color:{palette["backgroundColor"]};padding:24px">'
         f'<div style="background-color:{palette["contentBackgroundColor"]};color:{palette["textColor"]};'
@@ -192,8 +195,14 @@ def _visual_html(body_html: str, palette: dict, footer: bool) -> str:
     )
 
 
-def render(*, type: str, content: dict, context: dict, powered_by: bool = False) -> Rendered:
-    """Render one template (its `type` and `content`) with a flat context of strings."""
+def render(
+    *, type: str, content: dict, context: dict, powered_by: bool = False, logo_cid: str | None = None
+) -> Rendered:
+    """Render one template (its `type` and `content`) with a flat context of strings.
+
+    `logo_cid` puts the template's logo (an inline attachment) at the top of the visual layout; html
+    templates place it themselves with `<img src="cid:...">`.
+    """
     content = content or {}
     text = _tidy_text(_substitute(content.get("text", ""), context, escape=lambda v: v))
     palette = colors(content.get("appearance"))
@@ -205,7 +214,7 @@ def render(*, type: str, content: dict, context: dict, powered_by: bool = False)
         if powered_by:
             html += POWERED_BY_HTML
     else:
-        html = _visual_html(_text_to_html(text, palette["linkColor"]), palette, powered_by)
+        html = _visual_html(_text_to_html(text, palette["linkColor"]), palette, powered_by, logo_cid)
     if powered_by:
         text = f"{text}\n\n-- \n{POWERED_BY_TEXT}"
     return Rendered(text=text, html=html)

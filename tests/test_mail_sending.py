@@ -201,3 +201,36 @@ def test_delivering_a_deleted_message_does_nothing(db):
     import uuid
 
     assert mail.deliver(message_id=uuid.uuid4()) is None
+
+
+def test_the_template_logo_travels_inline_with_the_email(
+    owner, smtp_server, settings, tmp_path, eager_tasks, django_capture_on_commit_callbacks
+):
+    from django.core.files.base import ContentFile
+
+    from accounts.models import Attachment, AttachmentTransaction
+
+    # given the default template has a logo
+    settings.MEDIA_ROOT = tmp_path
+    license = owner.license
+    upload = AttachmentTransaction.objects.create(license=license)
+    logo = Attachment(
+        license=license, transaction=upload, name="logo.png", content_type="image/png", size=8,
+        sha256="0" * 64, token="logo-token", cid="logo",
+    )  # fmt: skip
+    logo.file.save("logo.png", ContentFile(b"\x89PNG\r\n\x1a\n"), save=False)
+    logo.save()
+    license.default_template.attachments.add(logo)
+    # when a system e-mail of the license is sent
+    with django_capture_on_commit_callbacks(execute=True):
+        owner.client.post(
+            f"/v1/licenses/{license.pk}/forwardingInstructions", {"email": "it@example.com"}, format="json"
+        )
+    # then the HTML shows the logo by Content-ID and the image travels as an inline part
+    [(_, received)] = smtp_server.messages
+    assert received.get_content_type() == "multipart/related"
+    parts = {part.get_content_type(): part for part in received.walk() if not part.is_multipart()}
+    assert '<img src="cid:logo"' in parts["text/html"].get_content()
+    image = parts["image/png"]
+    assert image["Content-ID"] == "<logo>"
+    assert image.get_content() == b"\x89PNG\r\n\x1a\n"

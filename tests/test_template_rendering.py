@@ -196,3 +196,9 @@ def test_an_html_template_without_text_gets_the_text_of_its_html():
     content = {"text": "", "html": "<h1>Hi {{requester.name}}</h1><p>One<br>Two</p><script>x()</script>"}
     rendered = render(type="html", content=content, context=CONTEXT)
     assert rendered.text == "Hi Ann & Co\nOne\nTwo"
+
+
+def test_a_visual_template_shows_its_logo_by_content_id():
+    rendered = render(type="visual", content={"text": "Hi"}, context={}, logo_cid="logo-1")
+    assert '<img src="cid:logo-1" alt="" width="200">' in rendered.html
+    assert "<img" not in render(type="visual", content={"text": "Hi"}, context={}).html
