@@ -65,7 +65,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import BasePagination
 from rest_framework.response import Response
 
-from helpdesk.api.relative_dates import _TIMESTAMP
+from helpdesk.api.relative_dates import ISO_TIMESTAMP
 
 PAGE = "page"
 PAGE_SIZE = "pageSize"
@@ -86,7 +86,7 @@ def _error(param: str, message: str) -> ValidationError:
 def parse_timestamp(param: str, text: str) -> datetime.datetime:
     """An ISO 8601 timestamp (naive means UTC) -> aware UTC datetime; a 400 naming `param` otherwise."""
     try:
-        if not _TIMESTAMP.fullmatch(text):
+        if not ISO_TIMESTAMP.fullmatch(text):
             raise ValueError
         value = datetime.datetime.fromisoformat(text.replace("z", "Z"))
         if value.tzinfo is None:
@@ -329,7 +329,7 @@ class KeysetPagination(BasePagination):
         field = model._meta.get_field(self.sort_field)
         value = self.cursor.value
         literal = Value(value, output_field=field)
-        if value.microsecond % 1000:
+        if value.microsecond % 1000 or value > datetime.datetime.max.replace(tzinfo=datetime.UTC) - ONE_MS:
             return literal
         try:
             pk = model._meta.pk.to_python(self.cursor.pk)
