@@ -216,14 +216,14 @@ class TimezoneField(forms.Field):
     def clean(self, value):
         if value is None:
             return None
+        if not value.strip():
+            raise forms.ValidationError(
+                "A time zone is required: expected an IANA name such as Europe/Warsaw."
+            )
         try:
-            return zone(value.strip()) if value.strip() else _invalid_empty_zone()
+            return zone(value.strip())
         except RelativeDateError as error:
             raise forms.ValidationError(str(error), code="invalid") from None
-
-
-def _invalid_empty_zone():
-    raise RelativeDateError("A time zone is required: expected an IANA name such as Europe/Warsaw.")
 
 
 class TimezoneFilter(django_filters.Filter):
