@@ -85,7 +85,7 @@ def _flatten_first(details) -> str:
 
 def _plain(details):
     if isinstance(details, dict):
-        return {key: _plain(value) for key, value in details.items()}
+        return {str(key): _plain(value) for key, value in details.items()}
     if isinstance(details, list):
         return [_plain(value) for value in details]
     return str(details)
