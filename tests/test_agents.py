@@ -54,13 +54,17 @@ def test_the_owner_creates_an_agent_with_teams(owner):
 
 
 def test_an_existing_account_joins_as_a_new_agent(owner, outsider):
-    response = owner.client.post("/v1/agents", {"email": outsider.account.email, "roles": ["viewer"]}, format="json")
+    response = owner.client.post(
+        "/v1/agents", {"email": outsider.account.email, "roles": ["viewer"]}, format="json"
+    )
     assert response.status_code == 201
     assert response.json()["accountID"] == str(outsider.account.pk)
 
 
 def test_an_agent_email_is_unique_within_the_license(owner, agent):
-    response = owner.client.post("/v1/agents", {"email": agent.agent.email.upper(), "roles": ["normal"]}, format="json")
+    response = owner.client.post(
+        "/v1/agents", {"email": agent.agent.email.upper(), "roles": ["normal"]}, format="json"
+    )
     assert response.status_code == 400
     assert "email" in response.json()["details"]
 
@@ -80,7 +84,10 @@ def test_an_agent_email_is_unique_within_the_license(owner, agent):
         ({"email": "a@example.com", "roles": ["normal"], "teamIDs": [UNKNOWN]}, "teamIDs"),
         ({"email": "a@example.com", "roles": ["normal"], "teamIDs": ["nope"]}, "teamIDs"),
         ({"email": "a@example.com", "roles": ["normal"], "teamIDs": "x"}, "teamIDs"),
-        ({"email": "a@example.com", "roles": ["normal"], "autoassignmentTeamIDs": [UNKNOWN]}, "autoassignmentTeamIDs"),
+        (
+            {"email": "a@example.com", "roles": ["normal"], "autoassignmentTeamIDs": [UNKNOWN]},
+            "autoassignmentTeamIDs",
+        ),
         ({"email": "a@example.com", "roles": ["normal"], "autoassignment": "true"}, "autoassignment"),
         ({"email": "a@example.com", "roles": ["normal"], "name": 1}, "name"),
         ({"email": "a@example.com", "roles": ["normal"], "flags": {"visitedWelcomeTutorial": 1}}, "flags"),
@@ -119,7 +126,9 @@ def test_every_role_reads_agents(personas, role):
 
 @pytest.mark.parametrize(("role", "expected"), [("owner", 201), ("normal", 403), ("viewer", 403)])
 def test_only_owners_create_agents(personas, role, expected):
-    response = personas[role].client.post("/v1/agents", {"email": "x@example.com", "roles": ["normal"]}, format="json")
+    response = personas[role].client.post(
+        "/v1/agents", {"email": "x@example.com", "roles": ["normal"]}, format="json"
+    )
     assert response.status_code == expected
 
 
@@ -132,7 +141,8 @@ def test_only_owners_delete_agents(personas, role, expected, license):
 
 def test_a_normal_agent_edits_its_own_profile(agent):
     response = agent.client.patch(
-        f"/v1/agents/{agent.agent.pk}", {"name": "Me", "jobTitle": "Lead", "flags": {"visitedWelcomeTutorial": True}},
+        f"/v1/agents/{agent.agent.pk}",
+        {"name": "Me", "jobTitle": "Lead", "flags": {"visitedWelcomeTutorial": True}},
         format="json",
     )
     assert response.status_code == 200
@@ -152,7 +162,9 @@ def test_a_normal_agent_cannot_edit_someone_else(agent, owner):
 
 
 def test_a_viewer_never_writes_even_its_own_profile(viewer):
-    assert viewer.client.patch(f"/v1/agents/{viewer.agent.pk}", {"name": "x"}, format="json").status_code == 403
+    assert (
+        viewer.client.patch(f"/v1/agents/{viewer.agent.pk}", {"name": "x"}, format="json").status_code == 403
+    )
 
 
 # --- the last owner ------------------------------------------------------------------------------------
@@ -192,7 +204,10 @@ def test_bulk_update_changes_teams_of_several_agents(owner, license):
     team = TeamFactory(license=license)
     response = owner.client.patch(
         "/v1/agents",
-        {"ids": [str(a.pk) for a in agents], "fields": {"teamIDs": [str(team.pk)], "flags": {"visitedWelcomeTutorial": True}}},
+        {
+            "ids": [str(a.pk) for a in agents],
+            "fields": {"teamIDs": [str(team.pk)], "flags": {"visitedWelcomeTutorial": True}},
+        },
         format="json",
     )
     assert response.status_code == 200, response.content
@@ -223,7 +238,8 @@ def test_bad_bulk_updates_are_400(owner, body, field):
 
 def test_bulk_update_cannot_reach_another_licenses_agent(owner, outsider):
     response = owner.client.patch(
-        "/v1/agents", {"ids": [str(outsider.agent.pk)], "fields": {"flags": {"visitedWelcomeTutorial": True}}},
+        "/v1/agents",
+        {"ids": [str(outsider.agent.pk)], "fields": {"flags": {"visitedWelcomeTutorial": True}}},
         format="json",
     )
     assert response.status_code == 400

@@ -41,7 +41,9 @@ def test_a_revoked_token_stops_working_at_once(owner):
     # given a token that works
     assert owner.client.get("/v1/agents").status_code == 200
     # when it is revoked
-    services.token_revoke(token=PersonalAccessToken.objects.get(token_hash__isnull=False, account=owner.account, name="test"))
+    services.token_revoke(
+        token=PersonalAccessToken.objects.get(token_hash__isnull=False, account=owner.account, name="test")
+    )
     # then the next request is refused
     assert owner.client.get("/v1/agents").status_code == 401
 

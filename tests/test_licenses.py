@@ -37,7 +37,10 @@ def test_the_owner_updates_settings_and_the_default_team(owner):
     team = TeamFactory(license=owner.license)
     response = owner.client.patch(
         f"/v1/licenses/{owner.license.pk}",
-        {"defaultTeamID": str(team.pk), "settings": {"companyName": "Acme Two", "maxChildTicketsPerTicket": 5}},
+        {
+            "defaultTeamID": str(team.pk),
+            "settings": {"companyName": "Acme Two", "maxChildTicketsPerTicket": 5},
+        },
         format="json",
     )
     assert response.status_code == 200, response.content
@@ -85,7 +88,9 @@ def test_bad_license_updates_are_400_naming_the_field(owner, body, field):
 
 def test_another_licenses_team_cannot_become_the_default(owner, other_license):
     response = owner.client.patch(
-        f"/v1/licenses/{owner.license.pk}", {"defaultTeamID": str(other_license.default_team_id)}, format="json"
+        f"/v1/licenses/{owner.license.pk}",
+        {"defaultTeamID": str(other_license.default_team_id)},
+        format="json",
     )
     assert response.status_code == 400
     assert "defaultTeamID" in response.json()["details"]
