@@ -253,3 +253,9 @@ def test_agent_list_runs_a_constant_number_of_queries(owner, license, django_ass
     with django_assert_max_num_queries(6):
         response = owner.client.get("/v1/agents")
     assert len(response.json()) == 11
+
+
+@pytest.mark.parametrize(("role", "expected"), [("owner", 200), ("normal", 403), ("viewer", 403)])
+def test_only_owners_bulk_update_agents(personas, role, expected):
+    body = {"ids": [str(personas["viewer"].agent.pk)], "fields": {"flags": {"visitedWelcomeTutorial": True}}}
+    assert personas[role].client.patch("/v1/agents", body, format="json").status_code == expected

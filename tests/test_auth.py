@@ -140,3 +140,24 @@ def test_an_account_without_a_license_gets_403_no_license(db):
     response = client.get("/v1/agents")
     assert response.status_code == 403
     assert response.json()["code"] == "no_license"
+
+
+def test_the_license_header_picks_one_of_several_memberships(owner, other_license):
+    from tests.factories import AgentFactory
+
+    # given the owner is also a viewer of another license
+    AgentFactory(license=other_license, account=owner.account, email=owner.account.email, roles=["viewer"])
+    # then by default the oldest membership answers, and X-License-ID picks the other
+    assert owner.client.get("/v1/teams").json()[0]["licenseID"] == owner.license.pk
+    picked = owner.client.get("/v1/teams", HTTP_X_LICENSE_ID=str(other_license.pk))
+    assert picked.json()[0]["licenseID"] == other_license.pk
+    assert {item["ID"] for item in owner.client.get("/v1/licenses").json()} == {
+        owner.license.pk,
+        other_license.pk,
+    }
+    # and a license the account is not an agent of gives no access
+    from tests.factories import LicenseFactory
+
+    stranger = LicenseFactory()
+    assert owner.client.get("/v1/teams", HTTP_X_LICENSE_ID=str(stranger.pk)).status_code == 403
+    assert owner.client.get("/v1/teams", HTTP_X_LICENSE_ID="abc").status_code == 400

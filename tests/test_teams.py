@@ -155,3 +155,15 @@ def test_renaming_to_an_existing_name_is_refused(owner, license):
     response = owner.client.patch(f"/v1/teams/{team.pk}", {"name": "general"}, format="json")
     assert response.status_code == 400
     assert "name" in response.json()["details"]
+
+
+@pytest.mark.parametrize(("role", "expected"), [("owner", 200), ("normal", 403), ("viewer", 403)])
+def test_only_owners_bulk_update_teams(personas, role, expected, license):
+    body = {"ids": [str(license.default_team_id)], "fields": {"replyName": "x"}}
+    assert personas[role].client.patch("/v1/teams", body, format="json").status_code == expected
+
+
+@pytest.mark.parametrize(("role", "expected"), [("owner", 204), ("normal", 403), ("viewer", 403)])
+def test_only_owners_delete_teams(personas, role, expected, license):
+    team = TeamFactory(license=license)
+    assert personas[role].client.delete(f"/v1/teams/{team.pk}").status_code == expected
