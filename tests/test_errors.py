@@ -83,3 +83,10 @@ def test_a_server_error_is_a_json_500_without_internals(client, db):
 def test_the_schema_is_public_json(client, db, path):
     response = client.get(path, HTTP_USER_AGENT="t")
     assert response.status_code == 200
+
+
+@override_settings(DEBUG=True)
+def test_errors_stay_json_even_with_debug_on(owner):
+    response = owner.client.get("/v1/nothing-here")
+    assert response.status_code == 404
+    assert _shape(response)["code"] == "not_found"
