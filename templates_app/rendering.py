@@ -185,7 +185,9 @@ def _visual_html(body_html: str, palette: dict, footer: bool, logo_cid: str | No
         else ""
     )
     if logo_cid:
-        logo = f'<p style="text-align:center"><img src="cid:{html_lib.escape(logo_cid)}" alt="" width="200"></p>'
+        logo = (
+            f'<p style="text-align:center"><img src="cid:{html_lib.escape(logo_cid)}" alt="" width="200"></p>'
+        )
         body_html = logo + body_html
     return (
         f'<div style="background-color:{palette["backgroundColor"]};padding:24px">'

@@ -103,9 +103,10 @@ def test_two_first_logins_at_once_make_one_license(monkeypatch):
         return original(license=license)
 
     monkeypatch.setattr(template_services, "template_create_default", held)
-    post = lambda: api_client(account.pk, token).post(
-        "/v1/licenses", {"planCode": "hd-team1m"}, format="json"
-    )  # noqa: E731
+
+    def post():
+        return api_client(account.pk, token).post("/v1/licenses", {"planCode": "hd-team1m"}, format="json")
+
     results = {}
     # when the same account creates its license twice at the same moment
     first = _in_thread(post, results, "first")

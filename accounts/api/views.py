@@ -51,6 +51,7 @@ class LicenseViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     """A license is the tenant itself: an agent sees the licenses it is an active member of."""
 
     serializer_class = LicenseSerializer
+    lookup_url_kwarg = "licenseID"
     lookup_value_regex = "[^/]+"
     roles = {"partial_update": OWNERS, "forwarding_instructions": OWNERS}
 
@@ -61,7 +62,7 @@ class LicenseViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
 
     def get_object(self):
         # Only the license the request is scoped to: another (even the caller's other one) is a 404.
-        if str(self.request.license.pk) != self.kwargs["pk"]:
+        if str(self.request.license.pk) != self.kwargs["licenseID"]:
             from rest_framework.exceptions import NotFound
 
             raise NotFound()
@@ -71,7 +72,7 @@ class LicenseViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     def license_required(self):
         return self.action not in ("list", "create")
 
-    def retrieve(self, request, pk=None):
+    def retrieve(self, request, licenseID=None):
         return Response(LicenseSerializer(self.get_object()).data)
 
     @extend_schema(request=LicenseCreateSerializer, responses={201: LicenseSerializer})
@@ -90,7 +91,7 @@ class LicenseViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
 
     @extend_schema(request=ForwardingInstructionsSerializer, responses=str)
     @action(detail=True, methods=["post"], url_path="forwardingInstructions")
-    def forwarding_instructions(self, request, pk=None):
+    def forwarding_instructions(self, request, **kwargs):
         from templates_app.forwarding import forwarding_instructions_send
 
         license = self.get_object()
@@ -105,7 +106,7 @@ class LicenseViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         return Response(confirmation)
 
     @extend_schema(request=LicenseUpdateSerializer, responses=LicenseSerializer)
-    def partial_update(self, request, pk=None):
+    def partial_update(self, request, licenseID=None):
         license = self.get_object()
         serializer = LicenseUpdateSerializer(data=request.data, context={"request": request})
         serializer.is_valid(raise_exception=True)
@@ -125,6 +126,7 @@ class AgentViewSet(
 ):
     queryset = _agent_queryset()
     serializer_class = AgentSerializer
+    lookup_url_kwarg = "agentID"
     roles = {"partial_update": WRITERS}  # normal agents: own profile only, checked below
 
     @extend_schema(request=AgentCreateSerializer, responses={201: AgentSerializer})
@@ -137,7 +139,7 @@ class AgentViewSet(
         )
 
     @extend_schema(request=AgentWriteSerializer, responses=AgentSerializer)
-    def partial_update(self, request, pk=None):
+    def partial_update(self, request, **kwargs):
         agent = self.get_object()
         if not request.agent.is_owner:
             if agent.pk != request.agent.pk:
@@ -152,7 +154,11 @@ class AgentViewSet(
         services.agent_update(agent=agent, **serializer.validated_data)
         return Response(AgentSerializer(self.get_queryset().get(pk=agent.pk)).data)
 
-    @extend_schema(request=AgentBulkUpdateSerializer, responses=AgentDocSerializer(many=True))
+    @extend_schema(
+        operation_id="agents_bulk_update",
+        request=AgentBulkUpdateSerializer,
+        responses=AgentDocSerializer(many=True),
+    )
     def bulk_update(self, request):
         serializer = AgentBulkUpdateSerializer(data=request.data, context={"request": request})
         serializer.is_valid(raise_exception=True)
@@ -167,7 +173,7 @@ class AgentViewSet(
 
     @extend_schema(request=None, responses=AgentSerializer)
     @action(detail=True, methods=["post"])
-    def invite(self, request, pk=None):
+    def invite(self, request, **kwargs):
         """Send the invitation again (a new link; earlier links stop working)."""
         from templates_app.invitations import agent_reinvite
 
@@ -181,6 +187,7 @@ class TeamViewSet(
 ):
     queryset = Team.objects.order_by("created_at", "id")
     serializer_class = TeamSerializer
+    lookup_url_kwarg = "teamID"
     roles = {"list": EVERYONE, "retrieve": EVERYONE}
 
     @extend_schema(request=TeamCreateSerializer, responses={201: TeamSerializer})
@@ -191,14 +198,18 @@ class TeamViewSet(
         return Response(TeamSerializer(team).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=TeamWriteSerializer, responses=TeamSerializer)
-    def partial_update(self, request, pk=None):
+    def partial_update(self, request, **kwargs):
         team = self.get_object()
         serializer = TeamWriteSerializer(data=request.data, context={"request": request})
         serializer.is_valid(raise_exception=True)
         team = services.team_update(team=team, **serializer.validated_data)
         return Response(TeamSerializer(team).data)
 
-    @extend_schema(request=TeamBulkUpdateSerializer, responses=TeamDocSerializer(many=True))
+    @extend_schema(
+        operation_id="teams_bulk_update",
+        request=TeamBulkUpdateSerializer,
+        responses=TeamDocSerializer(many=True),
+    )
     def bulk_update(self, request):
         serializer = TeamBulkUpdateSerializer(data=request.data, context={"request": request})
         serializer.is_valid(raise_exception=True)

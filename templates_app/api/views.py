@@ -25,6 +25,7 @@ class TemplateViewSet(
 ):
     queryset = Template.objects.prefetch_related("attachments").order_by("created_at", "id")
     serializer_class = TemplateSerializer
+    lookup_url_kwarg = "templateID"
     roles = {"preview": WRITERS, "send_test_message": OWNERS}
 
     def _fresh(self, template):
@@ -38,7 +39,7 @@ class TemplateViewSet(
         return Response(TemplateSerializer(self._fresh(template)).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=TemplateUpdateSerializer, responses=TemplateSerializer)
-    def partial_update(self, request, pk=None):
+    def partial_update(self, request, **kwargs):
         template = self.get_object()
         serializer = TemplateUpdateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
