@@ -1,16 +1,12 @@
 """POST /v1/licenses: first login creates the license with all its defaults, in one transaction."""
 
-import json
-from pathlib import Path
-
 import pytest
 
 from accounts import services
 from accounts.models import ROLE_OWNER, STATUS_ACTIVE, Account, Agent, License, Team
 from templates_app.models import Template
 from tests.conftest import api_client
-
-FIELDS = json.loads(Path("/work/shared/spec/fields.json").read_text())
+from tests.spec import FIELDS
 
 
 @pytest.fixture

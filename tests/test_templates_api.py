@@ -1,15 +1,12 @@
 """/v1/templates: list, create, get, update, delete, preview and test messages; roles and validation."""
 
-import json
-from pathlib import Path
-
 import pytest
 
 from accounts.models import Attachment, AttachmentTransaction
 from templates_app.models import OutboundMessage, Template
 from tests.factories import TemplateFactory
+from tests.spec import FIELDS
 
-FIELDS = json.loads((Path("/work/shared/spec/fields.json")).read_text())
 CONTENT = {
     "text": "Hello {{requester.name}}\n\n{{message.text}}",
     "html": "<p>Hello {{requester.name}}</p>",
