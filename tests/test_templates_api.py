@@ -311,3 +311,12 @@ def test_listing_templates_takes_a_fixed_number_of_queries(owner, django_assert_
         TemplateFactory(license=owner.license)
     with django_assert_max_num_queries(8):
         assert len(owner.client.get("/v1/templates").json()) == 6
+
+
+def test_the_openapi_document_describes_templates(client, db):
+    schema = client.get("/v1/openapi.json", HTTP_USER_AGENT="t").json()
+    assert set(FIELDS["Template"]) <= set(schema["components"]["schemas"]["Template"]["properties"])
+    for path in ("/v1/templates/preview", "/v1/templates/sendTestMessage", "/v1/invitations/accept"):
+        assert "post" in schema["paths"][path]
+    assert "post" in schema["paths"]["/v1/licenses/{licenseID}/forwardingInstructions"]
+    assert "post" in schema["paths"]["/v1/agents/{agentID}/invite"]
