@@ -1,8 +1,9 @@
 """Sending e-mail: render now, store one `OutboundMessage` per recipient, send later from a Celery task.
 
 Rows are created inside the caller's transaction and the task is enqueued with `transaction.on_commit`, so
-a rolled-back request sends nothing. `deliver()` sends a row at most once: it takes the row lock, skips a row
-already sent, and marks it sent in the same transaction. Temporary SMTP failures (4xx replies, dropped or
+a rolled-back request sends nothing. `deliver()` sends a row once: it takes the row lock, skips a row
+already sent, and marks it sent in the same transaction (only a crash between the server's "250" and the
+commit could send it again). Temporary SMTP failures (4xx replies, dropped or
 refused connections) raise `TemporaryFailure` so the task retries with backoff; permanent ones (5xx) mark
 the row failed.
 """

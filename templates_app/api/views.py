@@ -33,6 +33,9 @@ class TemplateViewSet(
 
     @extend_schema(request=TemplateCreateSerializer, responses={201: TemplateSerializer})
     def create(self, request):
+        """Create a template. Placeholders: {{ticket.subject}}, {{ticket.shortID}}, {{requester.name}},
+        {{requester.email}}, {{message.text}}, {{agent.name}}, {{agent.signature}}, {{license.companyName}};
+        any other placeholder is a 400. `transactionID` attaches the uploaded logo (shown as `cid:<cid>`)."""
         serializer = TemplateCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         template = services.template_create(license=request.license, **serializer.validated_data)
@@ -40,6 +43,7 @@ class TemplateViewSet(
 
     @extend_schema(request=TemplateUpdateSerializer, responses=TemplateSerializer)
     def partial_update(self, request, **kwargs):
+        """Update name, content or logo. A given `content` replaces the whole content (text, html, appearance)."""
         template = self.get_object()
         serializer = TemplateUpdateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -52,6 +56,7 @@ class TemplateViewSet(
     @extend_schema(request=PreviewSerializer, responses=RenderedSerializer)
     @action(detail=False, methods=["post"])
     def preview(self, request):
+        """Render `content` as `type` with sample data and the caller's signature: `{text, html}`."""
         serializer = PreviewSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         license = request.license
@@ -66,6 +71,7 @@ class TemplateViewSet(
     @extend_schema(request=SendTestMessageSerializer, responses={202: str})
     @action(detail=False, methods=["post"], url_path="sendTestMessage")
     def send_test_message(self, request):
+        """Queue the sample rendering to at most 10 `recipients` (202). An `Idempotency-Key` sends once."""
         serializer = SendTestMessageSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
