@@ -188,3 +188,10 @@ def test_another_signed_in_account_cannot_accept(invited, outsider):
 def test_the_link_carries_the_invitation_row(invited):
     invitation = Invitation.objects.get(agent=invited)
     assert invitation_token(invitation).startswith(str(invitation.pk))
+
+
+def test_the_link_of_a_deleted_agent_is_invalid(owner, invited):
+    token = _token_from(django_mail.outbox[0])
+    assert owner.client.delete(f"/v1/agents/{invited.pk}").status_code == 204
+    response = anonymous().post(ACCEPT, {"token": token}, format="json")
+    assert response.status_code == 400 and response.json()["code"] == "invitation_invalid"
