@@ -64,6 +64,7 @@ class Coupon:
 
 # A coupon discounts the charge of the request that carries it (create, upgrade, reactivation), not renewals.
 COUPONS: dict[str, Coupon] = {
+    "WELCOME": Coupon("WELCOME", percent_off=20),
     "WELCOME10": Coupon("WELCOME10", percent_off=10),
     "HALFOFF": Coupon("HALFOFF", percent_off=50),
     "SAVE50": Coupon("SAVE50", amount_off=5000),

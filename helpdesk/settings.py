@@ -179,8 +179,19 @@ EMAIL_PORT = env_int("EMAIL_PORT", 25)
 EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")
 EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD")
 EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
 EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "HelpDesk <no-reply@helpdesk.localhost>")
+# Each license receives mail at <licenseID>@inbound.<HELPDESK_INBOUND_DOMAIN> (forwarding instructions).
+HELPDESK_INBOUND_DOMAIN = env_str("HELPDESK_INBOUND_DOMAIN", "helpdesk.localhost")
+# The web app's address: links in e-mails (invitations) point there.
+HELPDESK_APP_URL = env_str("HELPDESK_APP_URL", "http://localhost:8000")
+HELPDESK_INVITATION_MAX_AGE_DAYS = env_int("HELPDESK_INVITATION_MAX_AGE_DAYS", 7)
+# Every 10 minutes: e-mails whose enqueue was lost are queued again; finished ones go after 30 days.
+CELERY_BEAT_SCHEDULE["requeue-stale-messages"] = {
+    "task": "templates_app.tasks.requeue_stale_messages",
+    "schedule": 600.0,
+}
 
 # --- The API.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("API_MAX_BODY_BYTES", 2 * 1024 * 1024)
@@ -211,6 +222,10 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "SCHEMA_PATH_PREFIX": r"/v1",
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "helpdesk.api.schema.add_error_responses",
+    ],
 }
 
 # --- Billing. The gateway class (default: the built-in sandbox, which keeps its own ledger in our database).

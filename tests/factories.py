@@ -56,6 +56,22 @@ class AgentFactory(factory.django.DjangoModelFactory):
     status = STATUS_ACTIVE
 
 
+class TemplateFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = "templates_app.Template"
+
+    license = factory.SubFactory(LicenseFactory)
+    name = factory.Sequence(lambda n: f"Template {n}")
+    type = "html"
+    content = factory.LazyFunction(
+        lambda: {
+            "text": "Hello {{requester.name}}",
+            "html": "<p>Hello {{requester.name}}</p>",
+            "appearance": {},
+        }
+    )
+
+
 class SubscriptionFactory(factory.django.DjangoModelFactory):
     """An active, paid subscription in the middle of nothing: its period starts now (no charge recorded)."""
 

@@ -30,6 +30,7 @@ class SubscriptionViewSet(mixins.ListModelMixin, LicenseScopedViewSet):
     queryset = Subscription.objects.order_by("created_at", "id")
     serializer_class = SubscriptionSerializer
     filterset_class = SubscriptionFilterSet
+    lookup_url_kwarg = "subscriptionID"
     roles = {action: OWNERS for action in ("list", "create", "partial_update", "cancel", "reactivate")}
 
     def _idempotent(self, request, handler) -> Response:
@@ -68,7 +69,7 @@ class SubscriptionViewSet(mixins.ListModelMixin, LicenseScopedViewSet):
     @extend_schema(
         request=SubscriptionUpdateSerializer, responses=SubscriptionSerializer, parameters=[IDEMPOTENCY_KEY]
     )
-    def partial_update(self, request, pk=None):
+    def partial_update(self, request, **kwargs):
         def handler(record):
             subscription = self.get_object()
             serializer = SubscriptionUpdateSerializer(data=request.data)
@@ -90,12 +91,12 @@ class SubscriptionViewSet(mixins.ListModelMixin, LicenseScopedViewSet):
 
     @extend_schema(request=None, responses=SubscriptionSerializer, parameters=[IDEMPOTENCY_KEY])
     @action(detail=True, methods=["post"])
-    def cancel(self, request, pk=None):
+    def cancel(self, request, **kwargs):
         """No charge: the subscription stays in service until its period ends, then expires."""
         return self._transition(request, services.subscription_cancel)
 
     @extend_schema(request=None, responses=SubscriptionSerializer, parameters=[IDEMPOTENCY_KEY])
     @action(detail=True, methods=["post"])
-    def reactivate(self, request, pk=None):
+    def reactivate(self, request, **kwargs):
         """Canceled within its period: active again, no charge. Expired: a new period, charged."""
         return self._transition(request, services.subscription_reactivate)
