@@ -49,6 +49,8 @@ class Subscription(LicenseOwned, Stamped):
     trial_ends_at = models.DateTimeField(null=True, blank=True)
     current_period_started_at = models.DateTimeField(default=timezone.now)
     current_period_ends_at = models.DateTimeField(default=timezone.now)
+    # A trial's coupon (given at license creation), applied to the first charge when the trial converts.
+    coupon_code = models.CharField(max_length=50, blank=True)
     pending_plan_code = models.CharField(max_length=30, blank=True)
     pending_quantity = models.PositiveIntegerField(null=True, blank=True)
     charge_in_flight = models.ForeignKey(

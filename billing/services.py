@@ -317,10 +317,15 @@ def _charge_now(charge: Charge) -> Subscription:
 
 
 def subscription_start_trial(
-    *, license: License, plan_code: str, quantity: int | None = None
+    *, license: License, plan_code: str, quantity: int | None = None, coupon_code: str = ""
 ) -> Subscription:
-    """A free trial (no charge) for a new license; it expires at its end unless a subscription is created."""
+    """A free trial (no charge) for a new license; it expires at its end unless a subscription is created.
+
+    `quantity` defaults to BILLING_TRIAL_SEATS. A known `coupon_code` (unknown: 400 naming couponCode) is kept
+    and discounts the first charge when the trial becomes a subscription.
+    """
     plan = get_plan(plan_code)
+    coupon = get_coupon(coupon_code)
     now = timezone.now()
     ends_at = now + datetime.timedelta(days=settings.BILLING_TRIAL_DAYS)
     with transaction.atomic():
@@ -335,6 +340,7 @@ def subscription_start_trial(
             unit_amount_in_cents=plan.unit_amount,
             period_months=plan.months,
             is_trial=True,
+            coupon_code=coupon.code if coupon else "",
             activated_at=now,
             trial_started_at=now,
             trial_ends_at=ends_at,
@@ -367,6 +373,8 @@ def subscription_create(
                 code="subscription_exists",
                 details={"subscriptionID": str(current.pk)},
             )
+        if coupon is None and current is not None and current.coupon_code:
+            coupon = get_coupon(current.coupon_code)
         _check_seats_cover_agents(license, quantity)
         subscription = Subscription(
             license=license,

@@ -276,3 +276,22 @@ def test_a_subscription_with_charges_cannot_be_deleted(owner):
     with pytest.raises(RestrictedError):
         subscription.delete()
     assert Charge.objects.get().subscription == subscription
+
+
+def test_a_trials_coupon_discounts_the_first_charge_when_it_converts(owner):
+    # given a trial started with a coupon at license creation
+    services.subscription_start_trial(license=owner.license, plan_code="hd-team1m", coupon_code="halfoff")
+    # when
+    response = owner.client.post("/v1/subscriptions", {"planCode": "hd-team1m", "quantity": 2}, format="json")
+    # then
+    assert response.status_code == 201
+    assert Charge.objects.get().amount == 2900
+
+
+def test_a_trial_with_an_unknown_coupon_is_refused_naming_coupon_code(owner):
+    from helpdesk.api.errors import BadRequest
+
+    with pytest.raises(BadRequest) as refused:
+        services.subscription_start_trial(license=owner.license, plan_code="hd-team1m", coupon_code="NOPE")
+    assert "couponCode" in refused.value.details
+    assert not Subscription.objects.exists()
