@@ -295,3 +295,17 @@ def test_a_trial_with_an_unknown_coupon_is_refused_naming_coupon_code(owner):
         services.subscription_start_trial(license=owner.license, plan_code="hd-team1m", coupon_code="NOPE")
     assert "couponCode" in refused.value.details
     assert not Subscription.objects.exists()
+
+
+def test_the_list_costs_the_same_queries_for_one_or_many_subscriptions(owner, django_assert_num_queries):
+    # given
+    SubscriptionFactory(license=owner.license)
+    owner.client.get("/v1/subscriptions")  # the token's first use of the minute is recorded once
+    with CaptureQueriesContext(connection) as one:
+        owner.client.get("/v1/subscriptions")
+    for _ in range(5):
+        SubscriptionFactory(license=owner.license, state="expired")
+    # when / then
+    with django_assert_num_queries(len(one.captured_queries)):
+        response = owner.client.get("/v1/subscriptions")
+    assert len(response.json()) == 6
