@@ -556,3 +556,30 @@ def test_the_intent_is_committed_and_no_row_lock_is_held_while_the_gateway_is_ca
     # then
     assert response.status_code == 200
     assert seen == {"intent": True, "lockable": True}
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_renewal_run_by_several_workers_at_once_charges_the_period_once(monkeypatch):
+    # given a subscription due for renewal, and two beat processes by mistake
+    from tests.factories import LicenseFactory
+
+    license = LicenseFactory()
+    _subscription(license, quantity=3)
+    _slow_gateway(monkeypatch)
+    start = threading.Barrier(4, timeout=30)
+
+    def renew(_):
+        try:
+            start.wait()
+            tasks.renew_subscriptions()
+        finally:
+            connection.close()
+
+    # when
+    with time_machine.travel(APRIL + datetime.timedelta(minutes=1), tick=False):
+        _in_parallel(renew, range(4))
+    # then
+    assert Charge.objects.get().amount == 3 * 2900
+    assert SandboxCharge.objects.count() == 1
+    assert Subscription.objects.get().current_period_ends_at == datetime.datetime(2026, 5, 1, tzinfo=UTC)
