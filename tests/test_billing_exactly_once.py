@@ -218,6 +218,17 @@ def test_the_sandbox_refunds_once_per_key_and_at_most_what_was_charged(db):
     assert SandboxCharge.objects.get().refunded_amount == 300
 
 
+def test_billing_requests_are_never_wrapped_in_one_transaction():
+    from django.urls import resolve
+
+    for path in (
+        "/v1/subscriptions",
+        f"/v1/subscriptions/{uuid.uuid4()}",
+        f"/v1/subscriptions/{uuid.uuid4()}/cancel",
+    ):
+        assert "default" in resolve(path).func._non_atomic_requests
+
+
 # --- crashes and reconciliation ----------------------------------------------------------------------------
 
 

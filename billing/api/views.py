@@ -1,5 +1,6 @@
 """Subscriptions: owners only, every action (the contract's roles table). Writes go to billing.services."""
 
+from django.db import transaction
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status
 from rest_framework.decorators import action
@@ -32,6 +33,12 @@ class SubscriptionViewSet(mixins.ListModelMixin, LicenseScopedViewSet):
     filterset_class = SubscriptionFilterSet
     lookup_url_kwarg = "subscriptionID"
     roles = {action: OWNERS for action in ("list", "create", "partial_update", "cancel", "reactivate")}
+
+    @classmethod
+    def as_view(cls, actions=None, **initkwargs):
+        # A charge intent must be committed before the gateway is called: never one transaction per request,
+        # even if ATOMIC_REQUESTS is turned on.
+        return transaction.non_atomic_requests(super().as_view(actions, **initkwargs))
 
     def _idempotent(self, request, handler) -> Response:
         """Run `handler(record)` under the request's Idempotency-Key (see billing/idempotency.py)."""
