@@ -1,7 +1,7 @@
 """Subscriptions: owners only, every action (the contract's roles table). Writes go to billing.services."""
 
 from django.db import transaction
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status
 from rest_framework.decorators import action
 from rest_framework.exceptions import APIException
@@ -27,6 +27,9 @@ IDEMPOTENCY_KEY = OpenApiParameter(
 )
 
 
+@extend_schema_view(
+    list=extend_schema(description="The license's subscriptions, oldest first (owners only).")
+)
 class SubscriptionViewSet(mixins.ListModelMixin, LicenseScopedViewSet):
     queryset = Subscription.objects.order_by("created_at", "id")
     serializer_class = SubscriptionSerializer
@@ -63,6 +66,8 @@ class SubscriptionViewSet(mixins.ListModelMixin, LicenseScopedViewSet):
         parameters=[IDEMPOTENCY_KEY],
     )
     def create(self, request):
+        """Charge `quantity × unit × months` of the plan (less a coupon), then activate (201)."""
+
         def handler(record):
             serializer = SubscriptionCreateSerializer(data=request.data)
             serializer.is_valid(raise_exception=True)
@@ -77,6 +82,9 @@ class SubscriptionViewSet(mixins.ListModelMixin, LicenseScopedViewSet):
         request=SubscriptionUpdateSerializer, responses=SubscriptionSerializer, parameters=[IDEMPOTENCY_KEY]
     )
     def partial_update(self, request, **kwargs):
+        """A dearer plan or more seats: the prorated difference for the rest of the period is charged and applied
+        now. A cheaper plan or fewer seats: no charge, applied at the next renewal."""
+
         def handler(record):
             subscription = self.get_object()
             serializer = SubscriptionUpdateSerializer(data=request.data)
