@@ -30,6 +30,7 @@ from helpdesk.context import current_actor
 
 DEFAULT_TOKEN_SCOPES = [MIN_SCOPE, "accounts--all:rw"]
 DEFAULT_TEAM_NAME = "General"
+DEFAULT_TRIAL_PLAN = "hd-team1m"  # licenses made by operator commands start a trial on it
 
 
 # --- stamps -------------------------------------------------------------------------------------------
@@ -104,6 +105,7 @@ def license_create(
     The account is created if needed. `first_license_only` (the API's first login) refuses with 409 an
     account that is already an active agent somewhere; the account row lock makes two racing calls one.
     """
+    from billing.services import subscription_start_trial
     from templates_app.services import template_create_default
 
     account = account_get_or_create(email=owner_email, name=owner_name)
@@ -132,11 +134,9 @@ def license_create(
     stamp_create(owner)
     owner.save()
     owner.teams.add(team)
-    if plan_code is not None:
-        # billing: trial subscription (wired by the lead)
-        # billing.services.subscription_start_trial(license=license, plan_code=plan_code, quantity=1)
-        # (coupon_code is passed to billing when it accepts one.)
-        pass
+    subscription_start_trial(
+        license=license, plan_code=plan_code or DEFAULT_TRIAL_PLAN, coupon_code=coupon_code
+    )
     return license
 
 

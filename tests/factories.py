@@ -25,15 +25,26 @@ _owner_numbers = itertools.count(1)
 
 
 class LicenseFactory(factory.django.DjangoModelFactory):
-    """A license made the real way: with its default team and an active owner."""
+    """A license made the real way: default team, default template, an active owner, a trial subscription.
+
+    `trial=False` (the default here) removes the trial again, so billing tests start from a license that has
+    never subscribed; pass `trial=True` for the license exactly as onboarding leaves it.
+    """
 
     class Meta:
         model = License
 
     @classmethod
-    def _create(cls, model_class, *args, owner_email=None, company_name="Acme", **kwargs):
+    def _create(cls, model_class, *args, owner_email=None, company_name="Acme", trial=False, **kwargs):
+        from billing.models import Subscription
+
         owner_email = owner_email or f"owner{next(_owner_numbers)}@example.com"
-        return services.license_create(owner_email=owner_email, owner_name="Owner", company_name=company_name)
+        license = services.license_create(
+            owner_email=owner_email, owner_name="Owner", company_name=company_name
+        )
+        if not trial:
+            Subscription.objects.filter(license=license).delete()
+        return license
 
 
 class TeamFactory(factory.django.DjangoModelFactory):

@@ -3,6 +3,7 @@
 from rest_framework import serializers
 
 from accounts.models import LICENSE_SOURCE_FIELDS, ROLES, STATUS_ACTIVE, STATUS_INVITED, Agent, Team
+from billing.plans import PLAN_CODES
 from helpdesk.api.fields import (
     StrictBooleanField,
     StrictCharField,
@@ -333,3 +334,13 @@ class TokenSerializer(serializers.Serializer):
     scopes = serializers.ListField(child=serializers.CharField())
     createdAt = TimestampField(source="created_at")
     lastUsedAt = TimestampField(source="last_used_at", allow_null=True)
+
+
+class LicenseCreateSerializer(StrictSerializer):
+    planCode = serializers.ChoiceField(choices=PLAN_CODES, source="plan_code")
+    couponCode = StrictCharField(required=False, allow_blank=True, max_length=100, source="coupon_code")
+    source = LicenseSourceSerializer(required=False)
+
+
+class ForwardingInstructionsSerializer(StrictSerializer):
+    email = StrictEmailField()
