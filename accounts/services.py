@@ -15,6 +15,7 @@ from django.utils import timezone
 from accounts.models import (
     ROLE_OWNER,
     STATUS_ACTIVE,
+    STATUS_INVITED,
     Account,
     Agent,
     License,
@@ -29,6 +30,7 @@ from helpdesk.context import current_actor
 
 DEFAULT_TOKEN_SCOPES = [MIN_SCOPE, "accounts--all:rw"]
 DEFAULT_TEAM_NAME = "General"
+DEFAULT_TRIAL_PLAN = "hd-team1m"  # licenses made by operator commands start a trial on it
 
 
 # --- stamps -------------------------------------------------------------------------------------------
@@ -62,7 +64,9 @@ def account_get_or_create(*, email: str, name: str = "") -> Account:
     return account
 
 
-def token_issue(*, account: Account, name: str = "", scopes: list[str] | None = None) -> tuple[PersonalAccessToken, str]:
+def token_issue(
+    *, account: Account, name: str = "", scopes: list[str] | None = None
+) -> tuple[PersonalAccessToken, str]:
     """Create a token; the plaintext is returned once and never stored."""
     plaintext = settings.HELPDESK_TOKEN_PREFIX + secrets.token_urlsafe(30)  # 240 bits
     token = PersonalAccessToken.objects.create(
@@ -92,9 +96,23 @@ def license_create(
     owner_name: str = "",
     company_name: str = "",
     source: dict | None = None,
+    plan_code: str | None = None,
+    coupon_code: str = "",
+    first_license_only: bool = False,
 ) -> License:
-    """A license with its default team and an active owner agent (the account is created if needed)."""
+    """A license with its default team, default template and an active owner agent, all or nothing.
+
+    The account is created if needed. `first_license_only` (the API's first login) refuses with 409 an
+    account that is already an active agent somewhere; the account row lock makes two racing calls one.
+    """
+    from billing.services import subscription_start_trial
+    from templates_app.services import template_create_default
+
     account = account_get_or_create(email=owner_email, name=owner_name)
+    if first_license_only:
+        Account.objects.select_for_update().get(pk=account.pk)
+        if Agent.objects.filter(account=account, status=STATUS_ACTIVE).exists():
+            raise Conflict("This account already has a license.", code="license_exists")
     settings_ = default_license_settings() | ({"companyName": company_name} if company_name else {})
     license = License(settings=settings_, source=default_license_source() | (source or {}))
     stamp_create(license)
@@ -103,7 +121,8 @@ def license_create(
     stamp_create(team)
     team.save()
     license.default_team = team
-    license.save(update_fields=["default_team"])
+    license.default_template = template_create_default(license=license)
+    license.save(update_fields=["default_team", "default_template"])
     owner = Agent(
         license=license,
         account=account,
@@ -115,6 +134,9 @@ def license_create(
     stamp_create(owner)
     owner.save()
     owner.teams.add(team)
+    subscription_start_trial(
+        license=license, plan_code=plan_code or DEFAULT_TRIAL_PLAN, coupon_code=coupon_code
+    )
     return license
 
 
@@ -208,7 +230,9 @@ def teams_bulk_update(*, license: License, teams: list[Team], fields: dict) -> l
 def team_delete(*, team: Team) -> None:
     license = License.objects.select_for_update().get(pk=team.license_id)
     if license.default_team_id == team.pk:
-        raise Conflict("The default team cannot be deleted; make another team the default first.", code="default_team")
+        raise Conflict(
+            "The default team cannot be deleted; make another team the default first.", code="default_team"
+        )
     team.delete()
 
 
@@ -232,7 +256,9 @@ def _apply_agent_fields(agent: Agent, fields: dict) -> None:
 def _active_owner_ids(license: License) -> set:
     return {
         pk
-        for pk, roles in Agent.objects.for_license(license).filter(status=STATUS_ACTIVE).values_list("id", "roles")
+        for pk, roles in Agent.objects.for_license(license)
+        .filter(status=STATUS_ACTIVE)
+        .values_list("id", "roles")
         if ROLE_OWNER in roles
     }
 
@@ -256,6 +282,13 @@ def _set_agent_relations(agent: Agent, teams, autoassignment_teams) -> None:
         agent.autoassignment_teams.set(autoassignment_teams)
 
 
+def _ensure_seat(license: License) -> None:
+    """One more active agent must fit the paid seats (409 `seat_limit_reached`); locks the license row."""
+    from billing.seats import ensure_seat_available  # lazy: accounts is the base, billing builds on it
+
+    ensure_seat_available(license)
+
+
 @transaction.atomic
 def agent_create(
     *, license: License, email: str, roles: list[str], teams=None, autoassignment_teams=None, **fields
@@ -266,16 +299,25 @@ def agent_create(
     account = account_get_or_create(email=email, name=fields.get("name", ""))
     agent = Agent(license=license, account=account, email=email, roles=roles)
     _apply_agent_fields(agent, fields)
+    if agent.status == STATUS_ACTIVE:
+        _ensure_seat(license)
     stamp_create(agent)
     agent.save()
     _set_agent_relations(agent, teams, autoassignment_teams)
+    if agent.status == STATUS_INVITED:
+        from templates_app.invitations import invitation_send
+
+        invitation_send(agent=agent)  # the e-mail leaves after commit
     return agent
 
 
 @transaction.atomic
 def agent_update(*, agent: Agent, teams=None, autoassignment_teams=None, **fields) -> Agent:
     agent = Agent.objects.select_for_update().select_related("license").get(pk=agent.pk)
+    was_active = agent.status == STATUS_ACTIVE
     _apply_agent_fields(agent, fields)
+    if agent.status == STATUS_ACTIVE and not was_active:
+        _ensure_seat(agent.license)
     if "roles" in fields or "status" in fields:
         _keep_an_owner(agent.license, agent, leaving=False)
     stamp_update(agent)

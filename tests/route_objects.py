@@ -4,7 +4,14 @@ Every registered API route with a `{pk}` must have an entry here (keyed by the r
 `test_tenancy.py` can prove that an outsider gets 404 for it. A new viewset adds its entry.
 """
 
-from tests.factories import AgentFactory, TagFactory, TeamFactory, TicketFactory
+from tests.factories import (
+    AgentFactory,
+    SubscriptionFactory,
+    TagFactory,
+    TeamFactory,
+    TemplateFactory,
+    TicketFactory,
+)
 
 
 def _license_pk(license):
@@ -24,4 +31,6 @@ ROUTE_OBJECTS = {
     "ticket": lambda license: TicketFactory(license=license).pk,
     "tag": lambda license: TagFactory(license=license).pk,
     "transaction": _transaction_pk,
+    "template": lambda license: TemplateFactory(license=license).pk,
+    "subscription": lambda license: SubscriptionFactory(license=license).pk,
 }

@@ -3,6 +3,7 @@
 from rest_framework import serializers
 
 from accounts.models import LICENSE_SOURCE_FIELDS, ROLES, STATUS_ACTIVE, STATUS_INVITED, Agent, Team
+from billing.plans import PLAN_CODES
 from helpdesk.api.fields import (
     StrictBooleanField,
     StrictCharField,
@@ -40,11 +41,32 @@ class LicenseSettingsSerializer(StrictSerializer):
 
 
 class LicenseSourceSerializer(StrictSerializer):
-    locals().update({name: StrictCharField(required=False, allow_blank=True, max_length=2000) for name in LICENSE_SOURCE_FIELDS})
+    locals().update(
+        {
+            name: StrictCharField(required=False, allow_blank=True, max_length=2000)
+            for name in LICENSE_SOURCE_FIELDS
+        }
+    )
 
 
 class LicenseFlagsSerializer(serializers.Serializer):
     defaultInboxUsed = serializers.BooleanField()
+
+
+class LicenseListSerializer(serializers.ListSerializer):
+    def to_representation(self, data):
+        licenses = list(data.all() if hasattr(data, "all") else data)
+        _attach_subscriptions(licenses)
+        return super().to_representation(licenses)
+
+
+def _attach_subscriptions(licenses) -> None:
+    """Each license's subscription from billing, for all of them in one query."""
+    from billing.selectors import license_subscriptions  # lazy: billing builds on accounts
+
+    found = license_subscriptions([license.pk for license in licenses])
+    for license in licenses:
+        license._subscription = found.get(license.pk)
 
 
 class LicenseSerializer(StampedOutputSerializer):
@@ -56,17 +78,30 @@ class LicenseSerializer(StampedOutputSerializer):
     flags = LicenseFlagsSerializer(read_only=True)
     settings = LicenseSettingsSerializer(read_only=True)
     source = LicenseSourceSerializer(read_only=True)
-    detectedLanguages = serializers.ListField(source="detected_languages", child=serializers.CharField(), read_only=True)
+    detectedLanguages = serializers.ListField(
+        source="detected_languages", child=serializers.CharField(), read_only=True
+    )
+    # Ours: the license's current subscription (subscriptionID, state, planCode, quantity, currentPeriodEndsAt) or null.
+    subscription = serializers.SerializerMethodField()
 
     class Meta:
         fields = [
             "ID", "createdAt", "createdBy", "createdByType", "updatedAt", "updatedBy", "defaultTeamID",
-            "defaultTemplateID", "flags", "settings", "source", "detectedLanguages",
+            "defaultTemplateID", "flags", "settings", "source", "detectedLanguages", "subscription",
         ]  # fmt: skip
+        list_serializer_class = LicenseListSerializer
 
     def get_fields(self):
         fields = super().get_fields()
         return {name: fields[name] for name in self.Meta.fields}
+
+    def get_subscription(self, license) -> dict | None:
+        from billing.api.serializers import LicenseSubscriptionSerializer
+
+        if not hasattr(license, "_subscription"):
+            _attach_subscriptions([license])
+        subscription = license._subscription
+        return LicenseSubscriptionSerializer(subscription).data if subscription is not None else None
 
 
 class TeamSettingsSerializer(StrictSerializer):
@@ -207,10 +242,14 @@ class AgentWriteSerializer(StrictSerializer):
     """Fields of the spec's create and update agent bodies (both optional here; create adds required ones)."""
 
     name = StrictCharField(required=False, allow_blank=True, max_length=200)
-    roles = StrictListField(child=serializers.ChoiceField(choices=ROLES), min_length=1, unique=True, required=False)
+    roles = StrictListField(
+        child=serializers.ChoiceField(choices=ROLES), min_length=1, unique=True, required=False
+    )
     teamIDs = licensed_ids(Team.objects, source="teams", required=False)
     avatar = StrictCharField(required=False, allow_blank=True, max_length=500)
-    jobTitle = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=200, source="job_title")
+    jobTitle = StrictCharField(
+        required=False, allow_null=True, allow_blank=True, max_length=200, source="job_title"
+    )
     flags = AgentFlagsSerializer(required=False)
     settings = AgentSettingsSerializer(required=False)
     autoassignment = StrictBooleanField(required=False)
@@ -243,7 +282,9 @@ class AgentBulkFieldsSerializer(StrictSerializer):
 
 
 class AgentBulkUpdateSerializer(StrictSerializer):
-    ids = StrictListField(child=LicensedPrimaryKeyField(queryset=Agent.objects), min_length=1, max_length=100, unique=True)
+    ids = StrictListField(
+        child=LicensedPrimaryKeyField(queryset=Agent.objects), min_length=1, max_length=100, unique=True
+    )
     fields = AgentBulkFieldsSerializer()
 
 
@@ -280,7 +321,9 @@ class TeamBulkFieldsSerializer(StrictSerializer):
 
 
 class TeamBulkUpdateSerializer(StrictSerializer):
-    ids = StrictListField(child=LicensedPrimaryKeyField(queryset=Team.objects), min_length=1, max_length=100, unique=True)
+    ids = StrictListField(
+        child=LicensedPrimaryKeyField(queryset=Team.objects), min_length=1, max_length=100, unique=True
+    )
     fields = TeamBulkFieldsSerializer()
 
 
@@ -291,3 +334,13 @@ class TokenSerializer(serializers.Serializer):
     scopes = serializers.ListField(child=serializers.CharField())
     createdAt = TimestampField(source="created_at")
     lastUsedAt = TimestampField(source="last_used_at", allow_null=True)
+
+
+class LicenseCreateSerializer(StrictSerializer):
+    planCode = serializers.ChoiceField(choices=PLAN_CODES, source="plan_code")
+    couponCode = StrictCharField(required=False, allow_blank=True, max_length=100, source="coupon_code")
+    source = LicenseSourceSerializer(required=False)
+
+
+class ForwardingInstructionsSerializer(StrictSerializer):
+    email = StrictEmailField()

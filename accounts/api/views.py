@@ -3,6 +3,7 @@
 from django.db.models import Prefetch
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 
@@ -14,6 +15,8 @@ from accounts.api.serializers import (
     AgentDocSerializer,
     AgentSerializer,
     AgentWriteSerializer,
+    ForwardingInstructionsSerializer,
+    LicenseCreateSerializer,
     LicenseSerializer,
     LicenseUpdateSerializer,
     TeamBulkUpdateSerializer,
@@ -31,8 +34,9 @@ class LicenseViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     """A license is the tenant itself: an agent sees the licenses it is an active member of."""
 
     serializer_class = LicenseSerializer
+    lookup_url_kwarg = "licenseID"
     lookup_value_regex = "[^/]+"
-    roles = {"partial_update": OWNERS}
+    roles = {"partial_update": OWNERS, "forwarding_instructions": OWNERS}
 
     def get_queryset(self):
         return License.objects.filter(
@@ -41,7 +45,7 @@ class LicenseViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
 
     def get_object(self):
         # Only the license the request is scoped to: another (even the caller's other one) is a 404.
-        if str(self.request.license.pk) != self.kwargs["pk"]:
+        if str(self.request.license.pk) != self.kwargs["licenseID"]:
             from rest_framework.exceptions import NotFound
 
             raise NotFound()
@@ -51,11 +55,41 @@ class LicenseViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     def license_required(self):
         return self.action not in ("list", "create")
 
-    def retrieve(self, request, pk=None):
+    def retrieve(self, request, licenseID=None):
         return Response(LicenseSerializer(self.get_object()).data)
 
+    @extend_schema(request=LicenseCreateSerializer, responses={201: LicenseSerializer})
+    def create(self, request):
+        """First login: the caller's license, default team, default template, owner agent and trial."""
+        serializer = LicenseCreateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        account = request.user
+        license = services.license_create(
+            owner_email=account.email,
+            owner_name=account.name,
+            first_license_only=True,
+            **serializer.validated_data,
+        )
+        return Response(LicenseSerializer(license).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=ForwardingInstructionsSerializer, responses=str)
+    @action(detail=True, methods=["post"], url_path="forwardingInstructions")
+    def forwarding_instructions(self, request, **kwargs):
+        from templates_app.forwarding import forwarding_instructions_send
+
+        license = self.get_object()
+        serializer = ForwardingInstructionsSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        confirmation = forwarding_instructions_send(
+            license=license,
+            email=serializer.validated_data["email"],
+            agent=request.agent,
+            request_key=request.headers.get("Idempotency-Key", "")[:100] or None,
+        )
+        return Response(confirmation)
+
     @extend_schema(request=LicenseUpdateSerializer, responses=LicenseSerializer)
-    def partial_update(self, request, pk=None):
+    def partial_update(self, request, licenseID=None):
         license = self.get_object()
         serializer = LicenseUpdateSerializer(data=request.data, context={"request": request})
         serializer.is_valid(raise_exception=True)
@@ -75,6 +109,7 @@ class AgentViewSet(
 ):
     queryset = _agent_queryset()
     serializer_class = AgentSerializer
+    lookup_url_kwarg = "agentID"
     roles = {"partial_update": WRITERS}  # normal agents: own profile only, checked below
 
     @extend_schema(request=AgentCreateSerializer, responses={201: AgentSerializer})
@@ -82,15 +117,19 @@ class AgentViewSet(
         serializer = AgentCreateSerializer(data=request.data, context={"request": request})
         serializer.is_valid(raise_exception=True)
         agent = services.agent_create(license=request.license, **serializer.validated_data)
-        return Response(AgentSerializer(self.get_queryset().get(pk=agent.pk)).data, status=status.HTTP_201_CREATED)
+        return Response(
+            AgentSerializer(self.get_queryset().get(pk=agent.pk)).data, status=status.HTTP_201_CREATED
+        )
 
     @extend_schema(request=AgentWriteSerializer, responses=AgentSerializer)
-    def partial_update(self, request, pk=None):
+    def partial_update(self, request, **kwargs):
         agent = self.get_object()
         if not request.agent.is_owner:
             if agent.pk != request.agent.pk:
                 raise PermissionDenied("Only owners can change other agents.")
-            forbidden = sorted(set(request.data) - OWN_PROFILE_FIELDS) if isinstance(request.data, dict) else []
+            forbidden = (
+                sorted(set(request.data) - OWN_PROFILE_FIELDS) if isinstance(request.data, dict) else []
+            )
             if forbidden:
                 raise PermissionDenied(f"Only owners can change {', '.join(forbidden)}.")
         serializer = AgentWriteSerializer(data=request.data, context={"request": request})
@@ -98,7 +137,11 @@ class AgentViewSet(
         services.agent_update(agent=agent, **serializer.validated_data)
         return Response(AgentSerializer(self.get_queryset().get(pk=agent.pk)).data)
 
-    @extend_schema(request=AgentBulkUpdateSerializer, responses=AgentDocSerializer(many=True))
+    @extend_schema(
+        operation_id="agents_bulk_update",
+        request=AgentBulkUpdateSerializer,
+        responses=AgentDocSerializer(many=True),
+    )
     def bulk_update(self, request):
         serializer = AgentBulkUpdateSerializer(data=request.data, context={"request": request})
         serializer.is_valid(raise_exception=True)
@@ -111,10 +154,23 @@ class AgentViewSet(
     def perform_destroy(self, instance):
         services.agent_delete(agent=instance)
 
+    @extend_schema(request=None, responses=AgentSerializer)
+    @action(detail=True, methods=["post"])
+    def invite(self, request, **kwargs):
+        """Send the invitation again (a new link; earlier links stop working)."""
+        from templates_app.invitations import agent_reinvite
 
-class TeamViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin, LicenseScopedViewSet):
+        agent = self.get_object()
+        agent_reinvite(agent=agent)
+        return Response(AgentSerializer(self.get_queryset().get(pk=agent.pk)).data)
+
+
+class TeamViewSet(
+    mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin, LicenseScopedViewSet
+):
     queryset = Team.objects.order_by("created_at", "id")
     serializer_class = TeamSerializer
+    lookup_url_kwarg = "teamID"
     roles = {"list": EVERYONE, "retrieve": EVERYONE}
 
     @extend_schema(request=TeamCreateSerializer, responses={201: TeamSerializer})
@@ -125,24 +181,27 @@ class TeamViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
         return Response(TeamSerializer(team).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=TeamWriteSerializer, responses=TeamSerializer)
-    def partial_update(self, request, pk=None):
+    def partial_update(self, request, **kwargs):
         team = self.get_object()
         serializer = TeamWriteSerializer(data=request.data, context={"request": request})
         serializer.is_valid(raise_exception=True)
         team = services.team_update(team=team, **serializer.validated_data)
         return Response(TeamSerializer(team).data)
 
-    @extend_schema(request=TeamBulkUpdateSerializer, responses=TeamDocSerializer(many=True))
+    @extend_schema(
+        operation_id="teams_bulk_update",
+        request=TeamBulkUpdateSerializer,
+        responses=TeamDocSerializer(many=True),
+    )
     def bulk_update(self, request):
         serializer = TeamBulkUpdateSerializer(data=request.data, context={"request": request})
         serializer.is_valid(raise_exception=True)
         teams = services.teams_bulk_update(
-            license=request.license, teams=serializer.validated_data["ids"], fields=serializer.validated_data["fields"]
+            license=request.license,
+            teams=serializer.validated_data["ids"],
+            fields=serializer.validated_data["fields"],
         )
         return Response(TeamDocSerializer(teams, many=True).data)
 
     def perform_destroy(self, instance):
         services.team_delete(team=instance)
-
-
-

@@ -54,8 +54,10 @@ from __future__ import annotations
 
 import datetime
 import math
+from dataclasses import dataclass
 
 from django import forms
+from django.core.exceptions import FieldDoesNotExist
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import models
 from django.db.models import F, Func, Subquery, Value
@@ -65,7 +67,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import BasePagination
 from rest_framework.response import Response
 
-from helpdesk.api.relative_dates import _TIMESTAMP
+from helpdesk.api.relative_dates import ISO_TIMESTAMP
 
 PAGE = "page"
 PAGE_SIZE = "pageSize"
@@ -86,7 +88,7 @@ def _error(param: str, message: str) -> ValidationError:
 def parse_timestamp(param: str, text: str) -> datetime.datetime:
     """An ISO 8601 timestamp (naive means UTC) -> aware UTC datetime; a 400 naming `param` otherwise."""
     try:
-        if not _TIMESTAMP.fullmatch(text):
+        if not ISO_TIMESTAMP.fullmatch(text):
             raise ValueError
         value = datetime.datetime.fromisoformat(text.replace("z", "Z"))
         if value.tzinfo is None:
@@ -120,11 +122,13 @@ class RowCompare(Func):
         )
 
 
+@dataclass(frozen=True)
 class Cursor:
-    """A validated cursor: the direction (``next``/``prev``), the sort value and the primary key."""
+    """A validated cursor: the direction (``next``/``prev``), the sort value and the (unparsed) primary key."""
 
-    def __init__(self, direction: str, value, pk):
-        self.direction, self.value, self.pk = direction, value, pk
+    direction: str
+    value: datetime.datetime
+    pk: str
 
 
 class KeysetPagination(BasePagination):
@@ -326,10 +330,13 @@ class KeysetPagination(BasePagination):
 
     def _cursor_value(self, model):
         """The cursor's sort value; a millisecond value is refined to the stored value of the cursor's item."""
-        field = model._meta.get_field(self.sort_field)
+        try:
+            field = model._meta.get_field(self.sort_field)
+        except FieldDoesNotExist:  # an annotation
+            field = models.DateTimeField()
         value = self.cursor.value
         literal = Value(value, output_field=field)
-        if value.microsecond % 1000:
+        if value.microsecond % 1000 or value > datetime.datetime.max.replace(tzinfo=datetime.UTC) - ONE_MS:
             return literal
         try:
             pk = model._meta.pk.to_python(self.cursor.pk)

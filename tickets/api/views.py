@@ -48,6 +48,7 @@ class TicketViewSet(LicenseScopedViewSet):
     pagination_class = TicketPagination
     sort_fields = {"createdAt": "created_at", "updatedAt": "updated_at", "lastMessageAt": "last_message_at"}
     roles = {"create": WRITERS, "partial_update": WRITERS, "destroy": WRITERS, "child_tickets": WRITERS}
+    lookup_url_kwarg = "ticketID"
 
     def _one(self, ticket_id) -> dict:
         return ticket_dicts(ticket_queryset(self.get_queryset().filter(pk=ticket_id)))[0]
@@ -60,7 +61,7 @@ class TicketViewSet(LicenseScopedViewSet):
         page = self.paginate_queryset(ticket_queryset(queryset))
         return self.get_paginated_response(ticket_dicts(page))
 
-    def retrieve(self, request, pk=None):
+    def retrieve(self, request, **kwargs):
         return Response(self._one(self.get_object().pk))
 
     @extend_schema(request=TicketCreateSerializer, responses={201: dict})
@@ -73,20 +74,20 @@ class TicketViewSet(LicenseScopedViewSet):
         return Response(self._one(ticket.pk), status=status.HTTP_201_CREATED)
 
     @extend_schema(request=TicketUpdateSerializer, responses={200: dict})
-    def partial_update(self, request, pk=None):
+    def partial_update(self, request, **kwargs):
         ticket = self.get_object()
         serializer = TicketUpdateSerializer(data=request.data, context={"request": request})
         serializer.is_valid(raise_exception=True)
         services.ticket_update(ticket=ticket, author_agent=request.agent, **serializer.validated_data)
         return Response(self._one(ticket.pk))
 
-    def destroy(self, request, pk=None):
+    def destroy(self, request, **kwargs):
         services.ticket_delete(ticket=self.get_object())
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(request=MergeSerializer, responses={201: dict})
     @action(detail=True, methods=["post"], url_path="childTickets")
-    def child_tickets(self, request, pk=None):
+    def child_tickets(self, request, **kwargs):
         ticket = self.get_object()
         serializer = MergeSerializer(data=request.data, context={"request": request})
         serializer.is_valid(raise_exception=True)
@@ -98,6 +99,7 @@ class TagViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, LicenseScoped
     queryset = Tag.objects.order_by("name", "id")
     serializer_class = TagSerializer
     roles = {"create": WRITERS, "partial_update": WRITERS, "destroy": WRITERS}
+    lookup_url_kwarg = "tagID"
 
     @extend_schema(request=TagWriteSerializer, responses={201: TagSerializer})
     def create(self, request):
@@ -107,14 +109,14 @@ class TagViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, LicenseScoped
         return Response(TagSerializer(tag).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=TagWriteSerializer, responses=TagSerializer)
-    def partial_update(self, request, pk=None):
+    def partial_update(self, request, **kwargs):
         tag = self.get_object()
         serializer = TagWriteSerializer(data=request.data, partial=True)
         serializer.is_valid(raise_exception=True)
         tag = services.tag_update(tag=tag, **serializer.validated_data)
         return Response(TagSerializer(tag).data)
 
-    def destroy(self, request, pk=None):
+    def destroy(self, request, **kwargs):
         services.tag_delete(tag=self.get_object())
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -124,6 +126,7 @@ class TransactionViewSet(LicenseScopedViewSet):
 
     queryset = AttachmentTransaction.objects.all()
     roles = {"create": WRITERS, "attachments": WRITERS}
+    lookup_url_kwarg = "transactionID"
 
     @extend_schema(request=None, responses={201: dict})
     def create(self, request):
@@ -132,7 +135,7 @@ class TransactionViewSet(LicenseScopedViewSet):
 
     @extend_schema(responses={201: AttachmentOutputSerializer(many=True)})
     @action(detail=True, methods=["post"], parser_classes=[MultiPartParser, FormParser])
-    def attachments(self, request, pk=None):
+    def attachments(self, request, **kwargs):
         txn = self.get_object()
         files = request.FILES.getlist("attachments")
         if not files:
