@@ -97,7 +97,12 @@ class World:
             )
             words = set()
             for (text,) in cursor.fetchall():
-                words.update(re.findall(r"\b(?:ka|ro|mi|tu|ze|pa|li|no|vu|sa|gre|bri|tol|zan|mek|quo|fir|dax|lum|pew){4}\b", text))
+                words.update(
+                    re.findall(
+                        r"\b(?:ka|ro|mi|tu|ze|pa|li|no|vu|sa|gre|bri|tol|zan|mek|quo|fir|dax|lum|pew){4}\b",
+                        text,
+                    )
+                )
         return sorted(words)[:300] or ["nothing"]
 
     def _deep_cursor(self) -> dict:
@@ -134,7 +139,11 @@ def tags(w, rng):
 
 
 def custom_priority(w, rng):
-    return w.big, {"customFields.plan": rng.choice(["pro", "free", "enterprise"]), "priority": "10", "priorityOp": "gte"}
+    return w.big, {
+        "customFields.plan": rng.choice(["pro", "free", "enterprise"]),
+        "priority": "10",
+        "priorityOp": "gte",
+    }
 
 
 def relative_dates(w, rng):
@@ -156,7 +165,9 @@ def fulltext_common(w, rng):
 
 
 def fulltext_two(w, rng):
-    return w.big, {"query": rng.choice(["refund delayed", "password reset", "order arrived", "invoice billing"])}
+    return w.big, {
+        "query": rng.choice(["refund delayed", "password reset", "order arrived", "invoice billing"])
+    }
 
 
 def page_numbers(w, rng):
@@ -202,11 +213,8 @@ def _percentile(values, q):
 
 def run_class(world, name, requests, concurrency, seed):
     rng = random.Random(seed)
-    if name == CURSOR_WALK:
-        # Each "request" is one page of a walk: clients follow the Link header's next cursor, 10 pages per walk.
-        jobs = [None] * requests
-    else:
-        jobs = [CLASSES[name](world, rng) for _ in range(requests)]
+    # A cursor walk's "request" is one page: clients follow the Link header's next cursor, 10 pages per walk.
+    jobs = [None] * requests if name == CURSOR_WALK else [CLASSES[name](world, rng) for _ in range(requests)]
     latencies, lock = [], threading.Lock()
     walk_state = threading.local()
 
@@ -268,7 +276,8 @@ def floor(world, name, samples, seed):
             statements = [
                 q["sql"]
                 for q in captured.captured_queries
-                if "accounts_personalaccesstoken" not in q["sql"] and '"accounts_agent"."account_id"' not in q["sql"]
+                if "accounts_personalaccesstoken" not in q["sql"]
+                and '"accounts_agent"."account_id"' not in q["sql"]
             ]
             with connection.cursor() as cursor:
                 for _warm in range(2):
@@ -289,7 +298,9 @@ def floor(world, name, samples, seed):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--base-url", default="http://127.0.0.1:8765")
     parser.add_argument("--credentials", default="bench/credentials.json")
     parser.add_argument("--requests", type=int, default=200, help="requests per class and concurrency level")
