@@ -296,3 +296,35 @@ def test_an_outsider_cannot_touch_tickets(owner, outsider):
         == 404
     )
     assert outsider.client.get("/v1/tickets").json() == []
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_short_ids_stay_unique_under_concurrent_creates():
+    import threading
+
+    from django.db import connection
+
+    from tests.factories import LicenseFactory
+
+    # given
+    license = LicenseFactory()
+    numbers, errors = [], []
+
+    def create():
+        try:
+            numbers.append(TicketFactory(license=license).number)
+        except Exception as error:  # pragma: no cover - reported below
+            errors.append(error)
+        finally:
+            connection.close()
+
+    # when eight requests create tickets at once
+    threads = [threading.Thread(target=create) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    # then
+    assert not errors
+    assert sorted(numbers) == list(range(1, 9))

@@ -17,6 +17,8 @@ import django_filters
 from django import forms
 from django.db.models import Exists, OuterRef, Q
 from django.http import QueryDict
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 from rest_framework.exceptions import ValidationError
 
 from accounts.models import Agent, Team
@@ -31,6 +33,8 @@ RATINGS = ["good", "bad", "none", "rated"]
 CUSTOM_FIELDS_PREFIX = "customFields."
 API_KEY = re.compile(r"[A-Za-z0-9_-]{1,100}")
 MAX_LIST_ITEMS = 100
+_UUID_ARRAY = {"type": "array", "items": {"type": "string", "format": "uuid"}}
+_STR_ARRAY = {"type": "array", "items": {"type": "string"}}
 
 # --- form fields ------------------------------------------------------------------------------------------
 
@@ -294,31 +298,38 @@ class TicketFilterSet(django_filters.FilterSet):
 
     # --- methods (each gets the cleaned value; None/empty never reaches them) ---
 
+    @extend_schema_field(OpenApiTypes.STR)
     def filter_nothing(self, queryset, name, value):
         return queryset
 
+    @extend_schema_field(OpenApiTypes.STR)
     def filter_silo(self, queryset, name, value):
         silos = {value}
         if self.form.cleaned_data.get("spam"):
             silos.add("spam")
         return queryset.filter(silo=value) if len(silos) == 1 else queryset.filter(silo__in=sorted(silos))
 
+    @extend_schema_field(OpenApiTypes.STR)
     def filter_has(self, queryset, name, value):
         return queryset.filter(**{f"{name}__isnull": not value})
 
+    @extend_schema_field(OpenApiTypes.STR)
     def filter_has_tags(self, queryset, name, value):
         tagged = Exists(_through("tags").filter(ticket_id=OuterRef("pk")))
         return queryset.filter(tagged if value else ~tagged)
 
+    @extend_schema_field(OpenApiTypes.STR)
     def filter_query(self, queryset, name, value):
         value = value.strip()
         if not value:
             return queryset
         return queryset.filter(search.query_q(value, self.license.detected_languages or []))
 
+    @extend_schema_field(OpenApiTypes.UUID)
     def filter_follower(self, queryset, name, value):
         return queryset.filter(Exists(_through("followers").filter(ticket_id=OuterRef("pk"), agent_id=value)))
 
+    @extend_schema_field(OpenApiTypes.STR)
     def filter_rating(self, queryset, name, value):
         if value == "none":
             return queryset.filter(rating_score="")
@@ -326,24 +337,29 @@ class TicketFilterSet(django_filters.FilterSet):
             return queryset.exclude(rating_score="")
         return queryset.filter(rating_score=value)
 
+    @extend_schema_field(OpenApiTypes.INT)
     def filter_priority(self, queryset, name, value):
         op = PRIORITY_OPS[self.form.cleaned_data.get("priorityOp") or "eq"]
         return queryset.filter(**{f"priority__{op}": value})
 
+    @extend_schema_field(OpenApiTypes.STR)
     def filter_custom_fields(self, queryset, name, pairs):
         condition = Q()
         for key, value in pairs:
             condition &= Q(**{f"custom_fields__{key}": value})
         return queryset.filter(condition)
 
+    @extend_schema_field(_STR_ARRAY)
     def filter_custom_fields_exist(self, queryset, name, keys):
         return queryset.filter(custom_fields__has_keys=keys)
 
+    @extend_schema_field(_UUID_ARRAY)
     def filter_teams(self, queryset, name, team_ids):
         return queryset.filter(
             Exists(_through("teams").filter(ticket_id=OuterRef("pk"), team_id__in=team_ids))
         )
 
+    @extend_schema_field(_UUID_ARRAY)
     def filter_tags(self, queryset, name, tag_ids):
         for tag_id in tag_ids:
             queryset = queryset.filter(
@@ -351,6 +367,7 @@ class TicketFilterSet(django_filters.FilterSet):
             )
         return queryset
 
+    @extend_schema_field(OpenApiTypes.STR)
     def filter_assignment(self, queryset, name, value):
         if value == NONE:
             return queryset.filter(**{f"{name}__isnull": True})

@@ -11,6 +11,7 @@ import uuid
 
 from django.db import connection
 from django.db.models import CharField, Value
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from accounts.api.serializers import LicensedPrimaryKeyField
@@ -168,6 +169,66 @@ def ticket_dicts(rows) -> list[dict]:
     return out
 
 
+class _RefDoc(serializers.Serializer):
+    ID = serializers.UUIDField()
+    shortID = serializers.CharField()
+    subject = serializers.CharField()
+
+
+class _NamedDoc(serializers.Serializer):
+    ID = serializers.UUIDField()
+    name = serializers.CharField()
+
+
+class _AssignmentDoc(serializers.Serializer):
+    team = _NamedDoc(allow_null=True)
+    agent = _NamedDoc(allow_null=True)
+
+
+class _PersonDoc(serializers.Serializer):
+    email = serializers.EmailField()
+    name = serializers.CharField()
+
+
+class _RatingDoc(serializers.Serializer):
+    score = serializers.ChoiceField(choices=["good", "bad"])
+    comment = serializers.CharField()
+    ratedAt = serializers.DateTimeField()
+
+
+class TicketDocSerializer(serializers.Serializer):
+    """The Ticket object for the OpenAPI document only (responses are built by ticket_dicts())."""
+
+    ID = serializers.UUIDField()
+    licenseID = serializers.IntegerField()
+    createdAt = serializers.DateTimeField()
+    updatedAt = serializers.DateTimeField()
+    createdBy = serializers.UUIDField(allow_null=True)
+    updatedBy = serializers.UUIDField(allow_null=True)
+    createdByType = serializers.ChoiceField(choices=AUTHOR_TYPES)
+    shortID = serializers.CharField()
+    lastMessageAt = serializers.DateTimeField()
+    parent = _RefDoc(allow_null=True)
+    children = _RefDoc(many=True)
+    status = serializers.ChoiceField(choices=STATUSES)
+    priority = serializers.ChoiceField(choices=PRIORITIES)
+    subject = serializers.CharField()
+    teamIDs = serializers.ListField(child=serializers.UUIDField())
+    requester = _PersonDoc()
+    peopleInTheLoop = _PersonDoc(many=True)
+    tagIDs = serializers.ListField(child=serializers.UUIDField())
+    followers = serializers.ListField(child=serializers.UUIDField())
+    assignment = _AssignmentDoc()
+    customFields = serializers.DictField()
+    ratingRequeestSent = serializers.BooleanField()
+    rating = _RatingDoc(allow_null=True)
+    silo = serializers.ChoiceField(choices=SILOS)
+    language = serializers.CharField()
+
+    class Meta:
+        ref_name = "Ticket"
+
+
 # --- ticket input ---------------------------------------------------------------------------------------
 
 
@@ -185,6 +246,14 @@ class AuthorSerializer(StrictSerializer):
     type = serializers.ChoiceField(choices=AUTHOR_TYPES)
 
 
+@extend_schema_field(
+    {
+        "type": "object",
+        "nullable": True,
+        "properties": {"ID": {"type": "string", "format": "uuid"}},
+        "required": ["ID"],
+    }
+)
 class RefField(serializers.Field):
     """`{"ID": "<uuid>"}` naming an object of the caller's license, or null."""
 
@@ -209,6 +278,7 @@ class RefField(serializers.Field):
         return {"ID": str(value.pk)}
 
 
+@extend_schema_field({"type": "array", "items": {"type": "string", "format": "uuid"}, "uniqueItems": True})
 class LicensedIDsField(serializers.Field):
     """A JSON array of unique UUID strings naming objects of the caller's license, resolved in one query."""
 
@@ -316,6 +386,10 @@ class TagSerializer(StampedOutputSerializer):
     def get_fields(self):
         fields = super().get_fields()
         return {name: fields[name] for name in self.Meta.fields}
+
+
+class TransactionSerializer(serializers.Serializer):
+    ID = serializers.UUIDField(source="pk", read_only=True)
 
 
 class TagWriteSerializer(StrictSerializer):
