@@ -328,3 +328,13 @@ def test_short_ids_stay_unique_under_concurrent_creates():
     # then
     assert not errors
     assert sorted(numbers) == list(range(1, 9))
+
+
+def test_an_empty_team_list_falls_back_to_the_default_team(owner):
+    # given
+    team = TeamFactory(license=owner.license)
+    ticket = TicketFactory(license=owner.license, teams=[team])
+    # when
+    response = owner.client.patch(f"/v1/tickets/{ticket.pk}", {"teamIDs": []}, format="json")
+    # then
+    assert response.json()["teamIDs"] == [str(owner.license.default_team_id)]

@@ -250,6 +250,8 @@ def ticket_update(
         )
     stamp_update(ticket)
     ticket.save(update_fields=_SAVED_ON_UPDATE)
+    if teams is not None and not teams and license.default_team_id:
+        teams = [license.default_team]  # every ticket stays visible to at least one team
     if ticket.assignment_team is not None and teams is not None and ticket.assignment_team not in teams:
         teams = [*teams, ticket.assignment_team]
     _set_relations(ticket, teams=teams, tags=tags, followers=followers)
