@@ -1,0 +1,274 @@
+"""Capture: signal receivers collect the changes of audited objects; one entry per changed object is written
+just before the outermost atomic block closes, inside the same transaction.
+
+Why deferred: one logical change fires several signals (a PATCH saves the agent and then sets two m2m
+relations; `license_create` saves the license twice), and they must become exactly one entry. So the first
+signal for an object in a transaction snapshots its state before the change (fields and registered m2m
+relations, read from the database), and at the end of the outermost atomic block the object's state is read
+again: the difference is the entry (`create` when there was no row before, `delete` when there is none after,
+`update` when a field differs, nothing when nothing differs). Reading the "after" state from the database
+also makes rolled-back savepoints come out right without tracking them.
+
+Django has no pre-commit hook, so `install()` wraps `Atomic.__exit__`: on the successful exit of the
+outermost block (a test case's wrapping blocks do not count, the same rule Django applies to `durable`) it
+writes the pending entries before the commit; on an exception it drops them with the rollback. A change
+made outside any atomic block (autocommit) is written right after its statement.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import decimal
+import json
+import uuid
+
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db.models.signals import m2m_changed, post_delete, post_save, pre_delete, pre_save
+from django.dispatch import receiver
+from django.utils import timezone
+
+from audit.models import ACTION_CREATE, ACTION_DELETE, ACTION_UPDATE, AuditEntry
+from audit.registry import M2M_INDEX, REDACTED, REGISTRY, Audited
+from helpdesk.context import Actor, current_actor
+
+
+def jsonable(value):
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, datetime.datetime | datetime.date | datetime.time):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    # Through JSON and back, so the stored value hashes the same after the database returns it.
+    return json.loads(json.dumps(value, default=str))
+
+
+@dataclasses.dataclass
+class Snapshot:
+    """An object's audited state: None for `fields` when the row does not exist."""
+
+    fields: dict | None
+    secrets: dict
+    m2m: dict
+    entity_name: str
+    license_id: int | None
+
+
+def _snapshot(audited: Audited, obj) -> Snapshot:
+    if obj is None:
+        return Snapshot(None, {}, {}, "", None)
+    fields = {name: jsonable(getattr(obj, attname)) for attname, name in audited.fields.items()}
+    secrets = {name: getattr(obj, attname) for attname, name in audited.secrets.items()}
+    m2m = {name: sorted(str(pk) for pk in _related_pks(obj, accessor)) for accessor, name in audited.m2m.items()}
+    return Snapshot(fields, secrets, m2m, str(obj)[:255], audited.license_of(obj))
+
+
+def _related_pks(obj, accessor):
+    manager = getattr(obj, accessor)
+    cache = getattr(obj, "_prefetched_objects_cache", {})
+    name = manager.prefetch_cache_name
+    if name in cache:
+        return [related.pk for related in cache[name]]
+    return manager.values_list("pk", flat=True)
+
+
+def _load(audited: Audited, pks, *, prefetch: bool) -> dict:
+    queryset = audited.model._base_manager.filter(pk__in=pks)
+    if prefetch and audited.m2m:
+        queryset = queryset.prefetch_related(*audited.m2m)
+    return {obj.pk: obj for obj in queryset}
+
+
+@dataclasses.dataclass
+class Pending:
+    audited: Audited
+    pk: object
+    before: Snapshot
+    actor: Actor
+    instance: object  # the last instance seen (its str() names a deleted object)
+
+
+def _state(connection) -> dict:
+    # Per connection, hence per thread: {(model, pk): Pending}, in order of first change.
+    if not hasattr(connection, "audit_pending"):
+        connection.audit_pending = {}
+    return connection.audit_pending
+
+
+def _in_logical_block(connection) -> bool:
+    return any(not getattr(block, "_from_testcase", False) for block in connection.atomic_blocks)
+
+
+def touch(instance, using: str | None = None) -> None:
+    """Note that an audited object is about to change (snapshot its state on the first change only)."""
+    audited = REGISTRY.get(type(instance))
+    if audited is None or instance.pk is None:
+        return
+    connection = connections[using or DEFAULT_DB_ALIAS]
+    pending = _state(connection)
+    key = (audited.model, instance.pk)
+    if key in pending:
+        pending[key].instance = instance
+        return
+    before = _snapshot(audited, _load(audited, [instance.pk], prefetch=False).get(instance.pk))
+    pending[key] = Pending(audited, instance.pk, before, current_actor(), instance)
+
+
+def changed(using: str | None = None) -> None:
+    """After a statement: outside any atomic block (autocommit), write now."""
+    connection = connections[using or DEFAULT_DB_ALIAS]
+    if not _in_logical_block(connection):
+        with transaction.atomic(using=connection.alias):
+            flush(connection)
+
+
+def _diff(audited: Audited, before: Snapshot, after: Snapshot) -> dict:
+    old = {**(before.fields or {}), **before.m2m}
+    new = {**(after.fields or {}), **after.m2m}
+    changes = {}
+    for name in {**old, **new}:
+        if before.fields is None or after.fields is None or old.get(name) != new.get(name):
+            changes[name] = {"before": old.get(name), "after": new.get(name)}
+    if before.fields is not None and after.fields is not None:
+        for name in audited.secrets.values():
+            if before.secrets.get(name) != after.secrets.get(name):
+                changes[name] = {"before": REDACTED, "after": REDACTED}
+    if before.fields is None or after.fields is None:
+        # A whole object appears or disappears: one side is null, empty values are left out.
+        changes = {k: v for k, v in changes.items() if v["before"] not in (None, "", [], {})
+                   or v["after"] not in (None, "", [], {})}  # fmt: skip
+    return changes
+
+
+def _entries(pending: list[Pending]) -> list[AuditEntry]:
+    now = timezone.now()
+    loaded: dict = {}
+    for item in pending:
+        loaded.setdefault(item.audited, set()).add(item.pk)
+    current = {audited: _load(audited, pks, prefetch=True) for audited, pks in loaded.items()}
+    entries = []
+    for item in pending:
+        audited = item.audited
+        after = _snapshot(audited, current[audited].get(item.pk))
+        before = item.before
+        if before.fields is None and after.fields is None:
+            continue  # created and removed within one transaction, or its creation rolled back
+        if before.fields is None:
+            action, named = ACTION_CREATE, after
+        elif after.fields is None:
+            action, named = ACTION_DELETE, before
+        else:
+            action, named = ACTION_UPDATE, after
+        changes = _diff(audited, before, after)
+        if action == ACTION_UPDATE and not changes:
+            continue
+        actor = item.actor
+        entries.append(
+            AuditEntry(
+                license_id=named.license_id,
+                created_at=now,
+                action=action,
+                target=audited.target,
+                object_id=str(item.pk),
+                entity_name=named.entity_name,
+                author_type=actor.type,
+                author_id=actor.id,
+                author_email=actor.email or "",
+                author_ip=actor.ip or "",
+                author_user_agent=(actor.user_agent or "")[:512],
+                changes=jsonable(changes),
+            )
+        )
+    return entries
+
+
+def flush(connection) -> list[AuditEntry]:
+    from audit.chain import append
+
+    pending = list(_state(connection).values())
+    connection.audit_pending = {}
+    if not pending:
+        return []
+    return append(_entries(pending))
+
+
+def discard(connection) -> None:
+    connection.audit_pending = {}
+
+
+# --- receivers ------------------------------------------------------------------------------------------
+
+
+@receiver(pre_save, dispatch_uid="audit_pre_save")
+def _pre_save(sender, instance, raw=False, using=None, **kwargs):
+    if not raw and sender in REGISTRY:
+        touch(instance, using)
+
+
+@receiver(post_save, dispatch_uid="audit_post_save")
+def _post_save(sender, instance, raw=False, using=None, **kwargs):
+    if not raw and sender in REGISTRY:
+        touch(instance, using)
+        changed(using)
+
+
+@receiver(pre_delete, dispatch_uid="audit_pre_delete")
+def _pre_delete(sender, instance, using=None, **kwargs):
+    if sender in REGISTRY:
+        touch(instance, using)
+
+
+@receiver(post_delete, dispatch_uid="audit_post_delete")
+def _post_delete(sender, instance, using=None, **kwargs):
+    if sender in REGISTRY:
+        changed(using)
+
+
+@receiver(m2m_changed, dispatch_uid="audit_m2m_changed")
+def _m2m_changed(sender, instance, action, reverse, using=None, **kwargs):
+    owner = M2M_INDEX.get((sender, reverse))
+    if owner is None or not isinstance(instance, owner[0]):
+        return
+    if action.startswith("pre_"):
+        touch(instance, using)
+    else:
+        changed(using)
+
+
+# --- the pre-commit hook ----------------------------------------------------------------------------------
+
+
+def install() -> None:
+    """Wrap `Atomic.__exit__` once so the outermost block writes its pending entries before it commits."""
+    atomic_class = transaction.Atomic
+    if getattr(atomic_class, "_audit_installed", False):
+        return
+    original_exit = atomic_class.__exit__
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        connection = transaction.get_connection(self.using)
+        outermost = (
+            not getattr(self, "_from_testcase", False)
+            and connection.atomic_blocks
+            and connection.atomic_blocks[-1] is self
+            and not _in_logical_block_below(connection)
+        )
+        if outermost and getattr(connection, "audit_pending", None):
+            if exc_type is None and not connection.needs_rollback:
+                try:
+                    flush(connection)
+                except Exception as error:  # roll the change back with its entry
+                    discard(connection)
+                    original_exit(self, type(error), error, error.__traceback__)
+                    raise
+            else:
+                discard(connection)
+        return original_exit(self, exc_type, exc_value, traceback)
+
+    atomic_class.__exit__ = __exit__
+    atomic_class._audit_installed = True
+
+
+def _in_logical_block_below(connection) -> bool:
+    return any(not getattr(block, "_from_testcase", False) for block in connection.atomic_blocks[:-1])
