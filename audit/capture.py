@@ -100,8 +100,11 @@ def _in_logical_block(connection) -> bool:
     return any(not getattr(block, "_from_testcase", False) for block in connection.atomic_blocks)
 
 
-def touch(instance, using: str | None = None) -> None:
-    """Note that an audited object is about to change (snapshot its state on the first change only)."""
+def touch(instance, using: str | None = None, *, created: bool = False) -> None:
+    """Note that an audited object is about to change (snapshot its state on the first change only).
+
+    `created`: the row was just inserted (an auto-increment key is unknown before the insert).
+    """
     audited = REGISTRY.get(type(instance))
     if audited is None or instance.pk is None:
         return
@@ -111,7 +114,8 @@ def touch(instance, using: str | None = None) -> None:
     if key in pending:
         pending[key].instance = instance
         return
-    before = _snapshot(audited, _load(audited, [instance.pk], prefetch=False).get(instance.pk))
+    existing = None if created else _load(audited, [instance.pk], prefetch=False).get(instance.pk)
+    before = _snapshot(audited, existing)
     pending[key] = Pending(audited, instance.pk, before, current_actor(), instance)
 
 
@@ -207,9 +211,9 @@ def _pre_save(sender, instance, raw=False, using=None, **kwargs):
 
 
 @receiver(post_save, dispatch_uid="audit_post_save")
-def _post_save(sender, instance, raw=False, using=None, **kwargs):
+def _post_save(sender, instance, created=False, raw=False, using=None, **kwargs):
     if not raw and sender in REGISTRY:
-        touch(instance, using)
+        touch(instance, using, created=created)
         changed(using)
 
 

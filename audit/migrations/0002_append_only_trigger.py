@@ -12,7 +12,7 @@ BEGIN
     IF TG_OP = 'DELETE' AND current_setting('helpdesk.audit_purge', true) = 'on' THEN
         RETURN OLD;
     END IF;
-    RAISE EXCEPTION 'audit entries are append-only (% refused)', TG_OP USING ERRCODE = 'insufficient_privilege';
+    RAISE EXCEPTION 'audit entries are append-only (%% refused)', TG_OP USING ERRCODE = 'insufficient_privilege';
 END;
 $$ LANGUAGE plpgsql;
 CREATE TRIGGER audit_entry_append_only BEFORE UPDATE OR DELETE ON audit_auditentry
