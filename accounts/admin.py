@@ -26,7 +26,9 @@ class AgentAdmin(admin.ModelAdmin):
             return
         data = form.cleaned_data
         fields = {name: data[name] for name in ("name", "status", "job_title") if data.get(name) is not None}
-        obj.pk = services.agent_create(license=data["license"], email=data["email"], roles=data["roles"], **fields).pk
+        obj.pk = services.agent_create(
+            license=data["license"], email=data["email"], roles=data["roles"], **fields
+        ).pk
 
     def delete_model(self, request, obj):
         services.agent_delete(agent=obj)

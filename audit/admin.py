@@ -7,7 +7,15 @@ from audit.models import AuditEntry
 class AuditEntryAdmin(admin.ModelAdmin):
     """Read-only: entries are never added, changed or deleted by hand."""
 
-    list_display = ("created_at", "license_id", "action", "target", "entity_name", "author_type", "author_email")
+    list_display = (
+        "created_at",
+        "license_id",
+        "action",
+        "target",
+        "entity_name",
+        "author_type",
+        "author_email",
+    )
     list_filter = ("action", "target", "author_type")
     search_fields = ("entity_name", "object_id", "author_email", "=author_id")
     date_hierarchy = "created_at"

@@ -26,7 +26,6 @@ import uuid
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.models.signals import m2m_changed, post_delete, post_save, pre_delete, pre_save
 from django.dispatch import receiver
-from django.utils import timezone
 
 from audit.models import ACTION_CREATE, ACTION_DELETE, ACTION_UPDATE, AuditEntry
 from audit.registry import M2M_INDEX, REDACTED, REGISTRY, Audited
@@ -60,7 +59,9 @@ def _snapshot(audited: Audited, obj) -> Snapshot:
         return Snapshot(None, {}, {}, "", None)
     fields = {name: jsonable(getattr(obj, attname)) for attname, name in audited.fields.items()}
     secrets = {name: getattr(obj, attname) for attname, name in audited.secrets.items()}
-    m2m = {name: sorted(str(pk) for pk in _related_pks(obj, accessor)) for accessor, name in audited.m2m.items()}
+    m2m = {
+        name: sorted(str(pk) for pk in _related_pks(obj, accessor)) for accessor, name in audited.m2m.items()
+    }
     return Snapshot(fields, secrets, m2m, str(obj)[:255], audited.license_of(obj))
 
 
@@ -146,7 +147,6 @@ def _diff(audited: Audited, before: Snapshot, after: Snapshot) -> dict:
 
 
 def _entries(pending: list[Pending]) -> list[AuditEntry]:
-    now = timezone.now()
     loaded: dict = {}
     for item in pending:
         loaded.setdefault(item.audited, set()).add(item.pk)
@@ -171,7 +171,6 @@ def _entries(pending: list[Pending]) -> list[AuditEntry]:
         entries.append(
             AuditEntry(
                 license_id=named.license_id,
-                created_at=now,
                 action=action,
                 target=audited.target,
                 object_id=str(item.pk),

@@ -9,6 +9,7 @@ following hash.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import hashlib
 import hmac
 import json
@@ -16,6 +17,7 @@ from collections.abc import Iterable
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from audit.models import AuditChainHead, AuditEntry
 
@@ -63,7 +65,10 @@ def append(entries: Iterable[AuditEntry]) -> list[AuditEntry]:
     with transaction.atomic(savepoint=False):
         for license_id in sorted(by_license):  # one lock order everywhere: no deadlocks between writers
             head = _locked_head(license_id)
-            for entry in by_license[license_id]:
+            # Stamped under the lock, so createdAt order is chain order (also within one transaction).
+            now = timezone.now()
+            for offset, entry in enumerate(by_license[license_id]):
+                entry.created_at = now + datetime.timedelta(microseconds=offset)
                 head.seq += 1
                 entry.seq = head.seq
                 entry.prev_hash = head.hash

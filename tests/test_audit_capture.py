@@ -35,7 +35,9 @@ def test_it_audits_an_agent_created_through_the_api(owner):
     # when
     with entries_written() as written:
         response = owner.client.post(
-            "/v1/agents", {"email": "new@example.com", "roles": ["normal"], "teamIDs": [str(team.pk)]}, format="json"
+            "/v1/agents",
+            {"email": "new@example.com", "roles": ["normal"], "teamIDs": [str(team.pk)]},
+            format="json",
         )
     # then
     assert response.status_code == 201, response.content
@@ -54,7 +56,12 @@ def test_a_patch_of_fields_and_memberships_is_one_update_entry(owner, agent):
     with entries_written() as written:
         response = owner.client.patch(
             f"/v1/agents/{agent.agent.pk}",
-            {"name": "Renamed", "jobTitle": "Boss", "teamIDs": [str(team.pk)], "autoassignmentTeamIDs": [str(team.pk)]},
+            {
+                "name": "Renamed",
+                "jobTitle": "Boss",
+                "teamIDs": [str(team.pk)],
+                "autoassignmentTeamIDs": [str(team.pk)],
+            },
             format="json",
         )
     # then
@@ -74,7 +81,9 @@ def test_a_patch_of_fields_and_memberships_is_one_update_entry(owner, agent):
 def test_a_patch_that_changes_nothing_writes_nothing(owner, agent):
     # when
     with entries_written() as written:
-        response = owner.client.patch(f"/v1/agents/{agent.agent.pk}", {"name": agent.agent.name}, format="json")
+        response = owner.client.patch(
+            f"/v1/agents/{agent.agent.pk}", {"name": agent.agent.name}, format="json"
+        )
     # then
     assert response.status_code == 200
     assert written == []
@@ -88,7 +97,10 @@ def test_a_bulk_update_of_five_agents_is_five_entries(owner):
     with entries_written() as written:
         response = owner.client.patch(
             "/v1/agents",
-            {"ids": [str(a.pk) for a in agents], "fields": {"teamIDs": [str(team.pk)], "settings": {"emailNotificationsActive": False}}},
+            {
+                "ids": [str(a.pk) for a in agents],
+                "fields": {"teamIDs": [str(team.pk)], "settings": {"emailNotificationsActive": False}},
+            },
             format="json",
         )
     # then
@@ -127,7 +139,12 @@ def test_it_audits_team_creation_update_bulk_update_and_deletion_through_the_api
     assert response.status_code == 201, response.content
     team_id = response.json()["ID"]
     entry = written.one()
-    assert (entry.action, entry.target, entry.object_id, entry.entity_name) == ("create", "teams", team_id, "Sales")
+    assert (entry.action, entry.target, entry.object_id, entry.entity_name) == (
+        "create",
+        "teams",
+        team_id,
+        "Sales",
+    )
     assert entry.changes["autoassignmentAgentIDs"] == {"before": None, "after": [str(agent.agent.pk)]}
     assert_api_author(entry, owner)
     # update
@@ -154,7 +171,12 @@ def test_it_audits_team_creation_update_bulk_update_and_deletion_through_the_api
         response = owner.client.delete(f"/v1/teams/{team_id}")
     assert response.status_code == 204
     entry = written.one()
-    assert (entry.action, entry.target, entry.object_id, entry.entity_name) == ("delete", "teams", team_id, "Sales EU")
+    assert (entry.action, entry.target, entry.object_id, entry.entity_name) == (
+        "delete",
+        "teams",
+        team_id,
+        "Sales EU",
+    )
     assert_api_author(entry, owner)
 
 
@@ -194,10 +216,9 @@ def test_a_rolled_back_change_leaves_no_entry(license):
     # given
     team = TeamFactory(license=license, name="Before")
     # when
-    with entries_written() as written:
-        with pytest.raises(RuntimeError), transaction.atomic():
-            services.team_update(team=team, name="Renamed")
-            raise RuntimeError("boom")
+    with entries_written() as written, pytest.raises(RuntimeError), transaction.atomic():
+        services.team_update(team=team, name="Renamed")
+        raise RuntimeError("boom")
     # then
     assert written == []
     assert Team.objects.get(pk=team.pk).name == "Before"
@@ -279,7 +300,10 @@ def test_template_writes_are_audited_as_email_templates(license):
         ("delete", "emailTemplates", "Welcome"),
     ]
     assert written[1].changes == {
-        "content": {"before": {"text": "", "html": "", "appearance": {}}, "after": {"text": "Hi", "html": "<p>Hi</p>", "appearance": {}}}
+        "content": {
+            "before": {"text": "", "html": "", "appearance": {}},
+            "after": {"text": "Hi", "html": "<p>Hi</p>", "appearance": {}},
+        }
     }
 
 
@@ -289,10 +313,16 @@ def test_template_writes_are_audited_as_email_templates(license):
 def test_create_license_writes_one_entry_per_created_object(db):
     # when
     with entries_written() as written:
-        call_command("create_license", "--owner-email", "boss@example.com", "--company", "Boss Inc.", "--json")
+        call_command(
+            "create_license", "--owner-email", "boss@example.com", "--company", "Boss Inc.", "--json"
+        )
     # then the license (with its default team), its default team and its owner: no token hash anywhere
     license = License.objects.get(agents__email="boss@example.com")
-    assert [(e.action, e.target) for e in written] == [("create", "licenses"), ("create", "teams"), ("create", "agents")]
+    assert [(e.action, e.target) for e in written] == [
+        ("create", "licenses"),
+        ("create", "teams"),
+        ("create", "agents"),
+    ]
     assert {e.license_id for e in written} == {license.pk}
     assert all(e.author_type == HELPDESK_SYSTEM for e in written)
     assert written[0].changes["defaultTeamID"]["after"] == str(license.default_team_id)
@@ -335,7 +365,14 @@ def test_admin_agent_add_change_delete_and_bulk_delete_are_audited(admin_client,
     with entries_written() as written:
         response = admin_client.post(
             "/admin/accounts/agent/add/",
-            {"license": license.pk, "email": "viaadmin@example.com", "name": "Via Admin", "roles": '["normal"]', "status": "active", "job_title": ""},
+            {
+                "license": license.pk,
+                "email": "viaadmin@example.com",
+                "name": "Via Admin",
+                "roles": '["normal"]',
+                "status": "active",
+                "job_title": "",
+            },
         )
     assert response.status_code == 302, response.content
     agent = Agent.objects.get(email="viaadmin@example.com")
@@ -400,9 +437,15 @@ def test_admin_team_add_change_delete_and_bulk_delete_are_audited(admin_client, 
 
 def test_admin_license_add_and_change_are_audited(admin_client, db):
     with entries_written() as written:
-        response = admin_client.post("/admin/accounts/license/add/", {"owner_email": "adm@example.com", "company_name": "Adm"})
+        response = admin_client.post(
+            "/admin/accounts/license/add/", {"owner_email": "adm@example.com", "company_name": "Adm"}
+        )
     assert response.status_code == 302, response.content
-    assert [(e.action, e.target) for e in written] == [("create", "licenses"), ("create", "teams"), ("create", "agents")]
+    assert [(e.action, e.target) for e in written] == [
+        ("create", "licenses"),
+        ("create", "teams"),
+        ("create", "agents"),
+    ]
     assert all(e.author_type == "administrator" and e.author_ip == "10.1.2.3" for e in written)
     license = License.objects.get(pk=written[0].license_id)
     with entries_written() as written:
@@ -421,7 +464,9 @@ def test_the_admin_shows_audit_entries_read_only(admin_client, license):
     assert admin_client.get("/admin/audit/auditentry/").status_code == 200
     assert admin_client.get(f"/admin/audit/auditentry/{entry.pk}/change/").status_code == 200
     assert admin_client.get("/admin/audit/auditentry/add/").status_code == 403
-    assert admin_client.post(f"/admin/audit/auditentry/{entry.pk}/delete/", {"post": "yes"}).status_code == 403
+    assert (
+        admin_client.post(f"/admin/audit/auditentry/{entry.pk}/delete/", {"post": "yes"}).status_code == 403
+    )
 
 
 def test_a_signed_in_admin_calling_the_api_is_still_the_token_author(owner):

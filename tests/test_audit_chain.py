@@ -57,10 +57,16 @@ def test_the_orm_refuses_to_change_or_delete_entries(chained):
 
 @pytest.mark.postgres
 @pytest.mark.parametrize(
-    "sql", ["UPDATE audit_auditentry SET entity_name = 'forged'", "DELETE FROM audit_auditentry"], ids=["UPDATE", "DELETE"]
+    "sql",
+    ["UPDATE audit_auditentry SET entity_name = 'forged'", "DELETE FROM audit_auditentry"],
+    ids=["UPDATE", "DELETE"],
 )
 def test_postgresql_refuses_update_and_delete_on_the_table(chained, sql):
-    with pytest.raises(DatabaseError, match="append-only"), transaction.atomic(), connection.cursor() as cursor:
+    with (
+        pytest.raises(DatabaseError, match="append-only"),
+        transaction.atomic(),
+        connection.cursor() as cursor,
+    ):
         cursor.execute(sql)
     assert AuditEntry.objects.filter(license=chained, entity_name="forged").count() == 0
 
