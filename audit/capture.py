@@ -25,7 +25,6 @@ import uuid
 
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.models.signals import m2m_changed, post_delete, post_save, pre_delete, pre_save
-from django.dispatch import receiver
 
 from audit.models import ACTION_CREATE, ACTION_DELETE, ACTION_UPDATE, AuditEntry
 from audit.registry import M2M_INDEX, REDACTED, REGISTRY, Audited
@@ -200,35 +199,28 @@ def discard(connection) -> None:
     connection.audit_pending = {}
 
 
-# --- receivers ------------------------------------------------------------------------------------------
+# --- receivers (connected per audited model, so other models keep Django's fast deletes) ---------------------
 
 
-@receiver(pre_save, dispatch_uid="audit_pre_save")
 def _pre_save(sender, instance, raw=False, using=None, **kwargs):
-    if not raw and sender in REGISTRY:
+    if not raw:
         touch(instance, using)
 
 
-@receiver(post_save, dispatch_uid="audit_post_save")
 def _post_save(sender, instance, created=False, raw=False, using=None, **kwargs):
-    if not raw and sender in REGISTRY:
+    if not raw:
         touch(instance, using, created=created)
         changed(using)
 
 
-@receiver(pre_delete, dispatch_uid="audit_pre_delete")
 def _pre_delete(sender, instance, using=None, **kwargs):
-    if sender in REGISTRY:
-        touch(instance, using)
+    touch(instance, using)
 
 
-@receiver(post_delete, dispatch_uid="audit_post_delete")
 def _post_delete(sender, instance, using=None, **kwargs):
-    if sender in REGISTRY:
-        changed(using)
+    changed(using)
 
 
-@receiver(m2m_changed, dispatch_uid="audit_m2m_changed")
 def _m2m_changed(sender, instance, action, reverse, using=None, **kwargs):
     owner = M2M_INDEX.get((sender, reverse))
     if owner is None or not isinstance(instance, owner[0]):
@@ -237,6 +229,19 @@ def _m2m_changed(sender, instance, action, reverse, using=None, **kwargs):
         touch(instance, using)
     else:
         changed(using)
+
+
+def watch(audited: Audited) -> None:
+    """Connect the receivers for one registered model (and the through models of its m2m relations)."""
+    model = audited.model
+    label = model._meta.label_lower
+    for signal, handler in ((pre_save, _pre_save), (post_save, _post_save), (pre_delete, _pre_delete),
+                            (post_delete, _post_delete)):  # fmt: skip
+        signal.connect(handler, sender=model, weak=False, dispatch_uid=f"audit{handler.__name__}_{label}")
+    for through, _reverse in [key for key, owner in M2M_INDEX.items() if owner[0] is model]:
+        m2m_changed.connect(
+            _m2m_changed, sender=through, weak=False, dispatch_uid=f"audit_m2m_{through._meta.label_lower}"
+        )
 
 
 # --- the pre-commit hook ----------------------------------------------------------------------------------

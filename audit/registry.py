@@ -79,4 +79,7 @@ def register(
         else:  # reverse side (ManyToManyRel)
             M2M_INDEX[(relation.through, True)] = (model, accessor)
     REGISTRY[model] = audited
+    from audit.capture import watch
+
+    watch(audited)
     return audited

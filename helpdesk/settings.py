@@ -8,6 +8,7 @@ import secrets
 from pathlib import Path
 
 import dj_database_url
+from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
 from helpdesk.env import env_bool, env_int, env_list, env_str
@@ -167,6 +168,16 @@ EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD")
 EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
 EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "HelpDesk <no-reply@helpdesk.localhost>")
+
+# --- The audit log (audit/): kept forever unless AUDIT_RETENTION_DAYS > 0; AUDIT_HASH_KEY keys its hash chain
+# (keep it out of the database and never change it, or older entries no longer verify).
+AUDIT_RETENTION_DAYS = env_int("AUDIT_RETENTION_DAYS", 0)
+AUDIT_HASH_KEY = env_str("AUDIT_HASH_KEY")
+# Daily at 03:30 UTC: purge audit entries older than AUDIT_RETENTION_DAYS (does nothing when it is 0).
+CELERY_BEAT_SCHEDULE["purge-expired-audit-entries"] = {
+    "task": "audit.tasks.purge_expired_audit_entries",
+    "schedule": crontab(hour=3, minute=30),
+}
 
 # --- The API.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("API_MAX_BODY_BYTES", 2 * 1024 * 1024)
