@@ -221,14 +221,33 @@ def _post_delete(sender, instance, using=None, **kwargs):
     changed(using)
 
 
-def _m2m_changed(sender, instance, action, reverse, using=None, **kwargs):
-    owner = M2M_INDEX.get((sender, reverse))
-    if owner is None or not isinstance(instance, owner[0]):
-        return
-    if action.startswith("pre_"):
-        touch(instance, using)
-    else:
+def _m2m_changed(sender, instance, action, reverse, model, pk_set, using=None, **kwargs):
+    """A relation changed: it belongs to the diff of the side it was changed from when that side is audited
+    with it (`agent.teams.set()` -> the agent), else to each object on the other side (`team.agents.add()`
+    -> each agent whose teamIDs changed). Never both: one change, one entry."""
+    if not action.startswith("pre_"):
         changed(using)
+        return
+    if M2M_INDEX.get((sender, reverse), (None,))[0] is type(instance):
+        touch(instance, using)
+        return
+    other = M2M_INDEX.get((sender, not reverse))
+    if other is None or other[0] is not model:
+        return
+    if pk_set is None:  # clear(): everything related now
+        related = _related_via(sender, instance, model)
+    else:
+        related = model._base_manager.filter(pk__in=pk_set)
+    for obj in related:
+        touch(obj, using)
+
+
+def _related_via(through, instance, model):
+    fields = [field for field in through._meta.concrete_fields if field.is_relation]
+    source = next(field for field in fields if field.related_model is type(instance))
+    target = next(field for field in fields if field.related_model is model)
+    pks = through._base_manager.filter(**{source.attname: instance.pk}).values_list(target.attname, flat=True)
+    return model._base_manager.filter(pk__in=list(pks))
 
 
 def watch(audited: Audited) -> None:
@@ -238,7 +257,7 @@ def watch(audited: Audited) -> None:
     for signal, handler in ((pre_save, _pre_save), (post_save, _post_save), (pre_delete, _pre_delete),
                             (post_delete, _post_delete)):  # fmt: skip
         signal.connect(handler, sender=model, weak=False, dispatch_uid=f"audit{handler.__name__}_{label}")
-    for through, _reverse in [key for key, owner in M2M_INDEX.items() if owner[0] is model]:
+    for through, _reverse in list(M2M_INDEX):
         m2m_changed.connect(
             _m2m_changed, sender=through, weak=False, dispatch_uid=f"audit_m2m_{through._meta.label_lower}"
         )

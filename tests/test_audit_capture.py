@@ -476,3 +476,36 @@ def test_a_signed_in_admin_calling_the_api_is_still_the_token_author(owner):
     with entries_written() as written:
         client.patch(f"/v1/agents/{owner.agent.pk}", {"name": "Me"}, format="json")
     assert written.one().author_type == API
+
+
+def test_a_membership_changed_from_the_unaudited_side_is_in_each_agents_entry(license):
+    # given (Team does not audit its members; Agent audits teamIDs)
+    team = TeamFactory(license=license)
+    first, second = AgentFactory(license=license), AgentFactory(license=license)
+    # when
+    with entries_written() as written:
+        with transaction.atomic():
+            team.agents.add(first, second)
+        with transaction.atomic():
+            team.agents.clear()
+    # then one entry per agent and change, none for the team
+    added, removed = written[:2], written[2:]
+    for entries, before, after in ((added, [], [str(team.pk)]), (removed, [str(team.pk)], [])):
+        assert sorted((e.target, e.object_id, str(e.changes)) for e in entries) == sorted(
+            ("agents", str(agent.pk), str({"teamIDs": {"before": before, "after": after}}))
+            for agent in (first, second)
+        )
+
+
+def test_an_autoassignment_change_is_audited_on_the_side_it_was_made_from(license):
+    # given (both sides audit the relation)
+    team, agent = TeamFactory(license=license), AgentFactory(license=license)
+    # when
+    with entries_written() as written:
+        services.agent_update(agent=agent, autoassignment_teams=[team])
+    # then only the agent's entry
+    entry = written.one()
+    assert (entry.target, entry.changes) == (
+        "agents",
+        {"autoassignmentTeamIDs": {"before": [], "after": [str(team.pk)]}},
+    )
