@@ -1,0 +1,55 @@
+"""Every API write route is either covered by an audit test or listed with the reason it writes no entry.
+
+A new write route (another app's viewset) fails this test until it is added below: register its model in
+audit/registrations.py and add a test asserting its one entry, or say why it changes nothing audited.
+"""
+
+import re
+
+from tests.test_tenancy import _viewset_routes
+
+WRITE_METHODS = {"post", "put", "patch", "delete"}
+
+# (route, method) -> the test that asserts its entry, or "not audited: <reason>".
+COVERED = {
+    ("v1/agents", "post"): "test_audit_capture.test_it_audits_an_agent_created_through_the_api",
+    ("v1/agents", "patch"): "test_audit_capture.test_a_bulk_update_of_five_agents_is_five_entries",
+    (
+        "v1/agents/<pk>",
+        "patch",
+    ): "test_audit_capture.test_a_patch_of_fields_and_memberships_is_one_update_entry",
+    ("v1/agents/<pk>", "delete"): "test_audit_capture.test_it_audits_an_agent_deleted_through_the_api",
+    (
+        "v1/teams",
+        "post",
+    ): "test_audit_capture.test_it_audits_team_creation_update_bulk_update_and_deletion_through_the_api",
+    (
+        "v1/teams",
+        "patch",
+    ): "test_audit_capture.test_it_audits_team_creation_update_bulk_update_and_deletion_through_the_api",
+    (
+        "v1/teams/<pk>",
+        "patch",
+    ): "test_audit_capture.test_it_audits_team_creation_update_bulk_update_and_deletion_through_the_api",
+    (
+        "v1/teams/<pk>",
+        "delete",
+    ): "test_audit_capture.test_it_audits_team_creation_update_bulk_update_and_deletion_through_the_api",
+    ("v1/licenses/<pk>", "patch"): "test_audit_capture.test_it_audits_a_license_update_through_the_api",
+}
+
+
+def _normalise(route: str) -> str:
+    route = re.sub(r"\(\?P<pk>[^)]*\)", "<pk>", route)
+    return route.replace("^", "").replace("$", "").replace("\\", "")
+
+
+def test_every_api_write_route_is_covered_by_an_audit_test():
+    writes = {
+        (_normalise(route), method)
+        for route, _pattern, _cls, actions in _viewset_routes()
+        for method in actions
+        if method in WRITE_METHODS
+    }
+    missing = sorted(writes - set(COVERED))
+    assert not missing, f"write routes without an audit test or a reason: {missing}"
