@@ -427,3 +427,41 @@ def test_backends_without_row_values_get_the_equivalent_or_form(teams, monkeypat
     # then
     assert desc == expected(teams)
     assert asc == expected(teams, "asc")
+
+
+# --- a license-scoped viewset, as the tickets and audit log use it --------------------------------------------
+
+
+def test_it_paginates_a_license_scoped_viewset_list(teams, owner, outsider):
+    # given a GenericViewSet list action under the real authentication and tenancy
+    from helpdesk.api.tenancy import LicenseScopedViewSet
+
+    class TeamViewSet(LicenseScopedViewSet):
+        queryset = Team.objects.all()
+        pagination_class = KeysetPagination
+        sort_fields = {"createdAt": "created_at"}
+        renderer_classes = [JSONRenderer]
+
+        def list(self, request):
+            page = self.paginate_queryset(self.get_queryset())
+            return self.get_paginated_response(
+                [{"ID": str(team.id), "createdAt": iso(team.created_at)} for team in page]
+            )
+
+    view = TeamViewSet.as_view({"get": "list"})
+    auth = owner.client._credentials
+
+    # when the owner walks with pageSize 10
+    seen, response = [], view(APIRequestFactory().get("/v1/teams", {"pageSize": 10}, **auth))
+    while True:
+        response.render()
+        assert response.status_code == 200
+        seen += [row["ID"] for row in json.loads(response.content)]
+        if "next" not in links(response):
+            break
+        parts = urlsplit(links(response)["next"])
+        response = view(APIRequestFactory().get(f"{parts.path}?{parts.query}", **auth))
+
+    # then every team of the owner's license once, none of the outsider's
+    assert seen == expected(teams)
+    assert response["X-Total-Results"] == "31"

@@ -5,6 +5,8 @@ from django.conf import settings
 from helpdesk.api.errors import json_error
 from helpdesk.context import HELPDESK_SYSTEM, Actor, reset_actor, set_actor
 
+_SUMMARIES = {400: "Bad request.", 403: "Forbidden.", 404: "Not found.", 500: "Internal server error."}
+
 
 def client_ip(request) -> str:
     # Behind a proxy, configure it to set REMOTE_ADDR (or use a trusted-proxy middleware).
@@ -27,6 +29,10 @@ class ApiRequestMiddleware:
             return json_error(400, "A User-Agent header is required.", "user_agent_required")
         token = set_actor(Actor(type=HELPDESK_SYSTEM, ip=client_ip(request), user_agent=user_agent[:512]))
         try:
-            return self.get_response(request)
+            response = self.get_response(request)
         finally:
             reset_actor(token)
+        if is_api and response.status_code >= 400 and "json" not in response.get("Content-Type", ""):
+            # Django's own pages (a 404 from URL resolution, DEBUG's technical pages) never leave the API.
+            return json_error(response.status_code, _SUMMARIES.get(response.status_code, "Request failed."))
+        return response

@@ -54,8 +54,10 @@ from __future__ import annotations
 
 import datetime
 import math
+from dataclasses import dataclass
 
 from django import forms
+from django.core.exceptions import FieldDoesNotExist
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import models
 from django.db.models import F, Func, Subquery, Value
@@ -120,11 +122,13 @@ class RowCompare(Func):
         )
 
 
+@dataclass(frozen=True)
 class Cursor:
-    """A validated cursor: the direction (``next``/``prev``), the sort value and the primary key."""
+    """A validated cursor: the direction (``next``/``prev``), the sort value and the (unparsed) primary key."""
 
-    def __init__(self, direction: str, value, pk):
-        self.direction, self.value, self.pk = direction, value, pk
+    direction: str
+    value: datetime.datetime
+    pk: str
 
 
 class KeysetPagination(BasePagination):
@@ -326,7 +330,10 @@ class KeysetPagination(BasePagination):
 
     def _cursor_value(self, model):
         """The cursor's sort value; a millisecond value is refined to the stored value of the cursor's item."""
-        field = model._meta.get_field(self.sort_field)
+        try:
+            field = model._meta.get_field(self.sort_field)
+        except FieldDoesNotExist:  # an annotation
+            field = models.DateTimeField()
         value = self.cursor.value
         literal = Value(value, output_field=field)
         if value.microsecond % 1000 or value > datetime.datetime.max.replace(tzinfo=datetime.UTC) - ONE_MS:

@@ -67,7 +67,7 @@ from dataclasses import dataclass
 import django_filters
 from django import forms
 from django.utils import timezone as dj_timezone
-from drf_spectacular.utils import extend_schema_field
+from drf_spectacular.drainage import set_override
 from rest_framework.exceptions import ValidationError
 
 UTC = datetime.UTC
@@ -216,17 +216,16 @@ class TimezoneField(forms.Field):
     def clean(self, value):
         if value is None:
             return None
+        if not value.strip():
+            raise forms.ValidationError(
+                "A time zone is required: expected an IANA name such as Europe/Warsaw."
+            )
         try:
-            return zone(value.strip()) if value.strip() else _invalid_empty_zone()
+            return zone(value.strip())
         except RelativeDateError as error:
             raise forms.ValidationError(str(error), code="invalid") from None
 
 
-def _invalid_empty_zone():
-    raise RelativeDateError("A time zone is required: expected an IANA name such as Europe/Warsaw.")
-
-
-@extend_schema_field({"type": "string", "default": "UTC", "example": "Europe/Warsaw"})
 class TimezoneFilter(django_filters.Filter):
     """The ``timezone`` parameter: validated here, read by every RelativeDateFilter of the same FilterSet."""
 
@@ -237,12 +236,12 @@ class TimezoneFilter(django_filters.Filter):
             "label", "IANA time zone (default UTC) where H, D and M truncate, e.g. Europe/Warsaw."
         )
         super().__init__(*args, **kwargs)
+        set_override(self, "field", {"type": "string", "default": "UTC", "description": self.label})
 
     def filter(self, qs, value):
         return qs
 
 
-@extend_schema_field({"type": "string", "example": "-1D"})
 class RelativeDateFilter(django_filters.Filter):
     """``field_name`` ``lookup_expr`` (``gte`` for ...From, ``lt`` for ...To) a RelativeDate.
 
@@ -259,8 +258,9 @@ class RelativeDateFilter(django_filters.Filter):
             "lt": "until (exclusive)",
             "lte": "until (inclusive)",
         }
-        kwargs.setdefault("label", f"RelativeDate, {bound.get(lookup_expr, lookup_expr)}: {SYNTAX_HELP}")
+        kwargs.setdefault("label", f"RelativeDate, {bound.get(lookup_expr, lookup_expr)}: {SYNTAX_HELP}.")
         super().__init__(field_name=field_name, lookup_expr=lookup_expr, **kwargs)
+        set_override(self, "field", {"type": "string", "example": "-1D", "description": self.label})
         self.timezone_param = timezone_param
 
     def filter(self, qs, value):
