@@ -40,7 +40,7 @@ COVERED = {
 
 
 def _normalise(route: str) -> str:
-    route = re.sub(r"\(\?P<pk>[^)]*\)", "<pk>", route)
+    route = re.sub(r"\(\?P<\w+>[^)]*\)", "<pk>", route)
     return route.replace("^", "").replace("$", "").replace("\\", "")
 
 
