@@ -15,6 +15,7 @@ from django.utils import timezone
 from accounts.models import (
     ROLE_OWNER,
     STATUS_ACTIVE,
+    STATUS_INVITED,
     Account,
     Agent,
     License,
@@ -94,9 +95,22 @@ def license_create(
     owner_name: str = "",
     company_name: str = "",
     source: dict | None = None,
+    plan_code: str | None = None,
+    coupon_code: str = "",
+    first_license_only: bool = False,
 ) -> License:
-    """A license with its default team and an active owner agent (the account is created if needed)."""
+    """A license with its default team, default template and an active owner agent, all or nothing.
+
+    The account is created if needed. `first_license_only` (the API's first login) refuses with 409 an
+    account that is already an active agent somewhere; the account row lock makes two racing calls one.
+    """
+    from templates_app.services import template_create_default
+
     account = account_get_or_create(email=owner_email, name=owner_name)
+    if first_license_only:
+        Account.objects.select_for_update().get(pk=account.pk)
+        if Agent.objects.filter(account=account, status=STATUS_ACTIVE).exists():
+            raise Conflict("This account already has a license.", code="license_exists")
     settings_ = default_license_settings() | ({"companyName": company_name} if company_name else {})
     license = License(settings=settings_, source=default_license_source() | (source or {}))
     stamp_create(license)
@@ -105,7 +119,8 @@ def license_create(
     stamp_create(team)
     team.save()
     license.default_team = team
-    license.save(update_fields=["default_team"])
+    license.default_template = template_create_default(license=license)
+    license.save(update_fields=["default_team", "default_template"])
     owner = Agent(
         license=license,
         account=account,
@@ -117,6 +132,11 @@ def license_create(
     stamp_create(owner)
     owner.save()
     owner.teams.add(team)
+    if plan_code is not None:
+        # billing: trial subscription (wired by the lead)
+        # billing.services.subscription_start_trial(license=license, plan_code=plan_code, quantity=1)
+        # (coupon_code is passed to billing when it accepts one.)
+        pass
     return license
 
 
@@ -275,6 +295,10 @@ def agent_create(
     stamp_create(agent)
     agent.save()
     _set_agent_relations(agent, teams, autoassignment_teams)
+    if agent.status == STATUS_INVITED:
+        from templates_app.invitations import invitation_send
+
+        invitation_send(agent=agent)  # the e-mail leaves after commit
     return agent
 
 

@@ -166,8 +166,19 @@ EMAIL_PORT = env_int("EMAIL_PORT", 25)
 EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")
 EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD")
 EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
 EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "HelpDesk <no-reply@helpdesk.localhost>")
+# Each license receives mail at <licenseID>@inbound.<HELPDESK_INBOUND_DOMAIN> (forwarding instructions).
+HELPDESK_INBOUND_DOMAIN = env_str("HELPDESK_INBOUND_DOMAIN", "helpdesk.localhost")
+# The web app's address: links in e-mails (invitations) point there.
+HELPDESK_APP_URL = env_str("HELPDESK_APP_URL", "http://localhost:8000")
+HELPDESK_INVITATION_MAX_AGE_DAYS = env_int("HELPDESK_INVITATION_MAX_AGE_DAYS", 7)
+# Every 10 minutes: e-mails whose enqueue was lost are queued again; finished ones go after 30 days.
+CELERY_BEAT_SCHEDULE["requeue-stale-messages"] = {
+    "task": "templates_app.tasks.requeue_stale_messages",
+    "schedule": 600.0,
+}
 
 # --- The audit log (audit/): kept forever unless AUDIT_RETENTION_DAYS > 0; AUDIT_HASH_KEY keys its hash chain
 # (keep it out of the database and never change it, or older entries no longer verify).

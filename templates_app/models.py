@@ -3,6 +3,7 @@
 import uuid
 
 from django.db import models
+from django.utils import timezone
 
 from accounts.models import LicenseOwned, Stamped
 
@@ -29,3 +30,55 @@ class Template(LicenseOwned, Stamped):
 
     def __str__(self):
         return self.name
+
+
+class OutboundMessage(LicenseOwned):
+    """One e-mail to one recipient, rendered when it is requested and sent later by a Celery task.
+
+    `key` is unique per license: one request makes one row per recipient, so a retried task or a retried
+    request (same Idempotency-Key) finds the row and its `sent_at` instead of sending again.
+    """
+
+    KIND_TEST, KIND_FORWARDING, KIND_INVITATION = "test", "forwarding", "invitation"
+    STATUS_PENDING, STATUS_SENT, STATUS_FAILED = "pending", "sent", "failed"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    key = models.CharField(max_length=200)
+    kind = models.CharField(max_length=20)
+    to = models.EmailField(max_length=254)
+    subject = models.CharField(max_length=300)
+    text = models.TextField()
+    html = models.TextField(blank=True)
+    # Inline files of the HTML part (the template's logo, referenced as cid:<cid>).
+    attachments = models.ManyToManyField("accounts.Attachment", blank=True, related_name="+")
+    status = models.CharField(max_length=10, default=STATUS_PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    last_error = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    sent_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint("license", "key", name="outbound_message_key_unique")]
+        indexes = [models.Index(fields=["license", "status", "created_at"], name="outbound_license_status")]
+
+    def __str__(self):
+        return f"{self.kind} to {self.to} ({self.status})"
+
+
+class Invitation(LicenseOwned):
+    """An invitation of an `invited` agent. The e-mailed link carries this row's ID, signed and timestamped.
+
+    A link works once: accepting sets `accepted_at`, re-inviting sets `revoked_at` on the earlier rows.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    agent = models.ForeignKey("accounts.Agent", on_delete=models.CASCADE, related_name="invitations")
+    created_at = models.DateTimeField(default=timezone.now)
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["license", "agent", "created_at"], name="invitation_license_agent")]
+
+    def __str__(self):
+        return f"Invitation of {self.agent_id}"

@@ -86,3 +86,61 @@ def outsider(other_license):
 @pytest.fixture
 def personas(owner, agent, viewer):
     return {"owner": owner, "normal": agent, "viewer": viewer}
+
+
+@pytest.fixture
+def eager_tasks():
+    """Celery tasks run in the calling thread (the app reads its config once, so set it on the app)."""
+    from helpdesk.celery import app
+
+    saved = app.conf.task_always_eager, app.conf.task_eager_propagates
+    app.conf.task_always_eager = app.conf.task_eager_propagates = True
+    yield
+    app.conf.task_always_eager, app.conf.task_eager_propagates = saved
+
+
+class SmtpSink:
+    """An aiosmtpd handler that keeps what it receives; `refuse` lists SMTP replies to give to RCPT first."""
+
+    def __init__(self):
+        self.messages = []
+        self.refuse: list[str] = []
+
+    async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
+        if self.refuse:
+            return self.refuse.pop(0)
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
+
+    async def handle_DATA(self, server, session, envelope):
+        from email import message_from_bytes, policy
+
+        message = message_from_bytes(envelope.content, policy=policy.default)
+        self.messages.append((list(envelope.rcpt_tos), message))
+        return "250 Message accepted"
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def smtp_server(settings):
+    """A real SMTP server on a free loopback port, and Django's SMTP backend pointed at it."""
+    from aiosmtpd.controller import Controller
+
+    sink = SmtpSink()
+    controller = Controller(sink, hostname="127.0.0.1", port=_free_port())
+    controller.start()
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", controller.port
+    settings.EMAIL_HOST_USER = settings.EMAIL_HOST_PASSWORD = ""
+    settings.EMAIL_USE_TLS = False
+    try:
+        yield sink
+    finally:
+        controller.stop()

@@ -50,3 +50,19 @@ class AgentFactory(factory.django.DjangoModelFactory):
     name = factory.LazyAttribute(lambda o: o.account.name)
     roles = factory.LazyFunction(lambda: [ROLE_NORMAL])
     status = STATUS_ACTIVE
+
+
+class TemplateFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = "templates_app.Template"
+
+    license = factory.SubFactory(LicenseFactory)
+    name = factory.Sequence(lambda n: f"Template {n}")
+    type = "html"
+    content = factory.LazyFunction(
+        lambda: {
+            "text": "Hello {{requester.name}}",
+            "html": "<p>Hello {{requester.name}}</p>",
+            "appearance": {},
+        }
+    )

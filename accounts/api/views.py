@@ -2,7 +2,8 @@
 
 from django.db.models import Prefetch
 from drf_spectacular.utils import extend_schema
-from rest_framework import mixins, status, viewsets
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 
@@ -15,6 +16,7 @@ from accounts.api.serializers import (
     AgentSerializer,
     AgentWriteSerializer,
     LicenseSerializer,
+    LicenseSourceSerializer,
     LicenseUpdateSerializer,
     TeamBulkUpdateSerializer,
     TeamCreateSerializer,
@@ -23,8 +25,26 @@ from accounts.api.serializers import (
     TeamWriteSerializer,
 )
 from accounts.models import STATUS_ACTIVE, Agent, License, Team
+from helpdesk.api.fields import StrictCharField, StrictEmailField
 from helpdesk.api.permissions import EVERYONE, OWNERS, WRITERS
+from helpdesk.api.serializers import StrictSerializer
 from helpdesk.api.tenancy import LicenseScopedViewSet
+
+PLAN_CODES = [
+    "hd-team1m", "hd-team3m", "hd-team12m", "hd-team36m", "hd-enterprise1m", "hd-enterprise3m",
+    "hd-enterprise6m", "hd-enterprise12m", "hd-enterprise24m", "hd-enterprise36m",
+]  # fmt: skip
+
+
+# (These two input serializers belong in accounts/api/serializers.py; kept here to stay inside the hook.)
+class LicenseCreateSerializer(StrictSerializer):
+    planCode = serializers.ChoiceField(choices=PLAN_CODES, source="plan_code")
+    couponCode = StrictCharField(required=False, allow_blank=True, max_length=100, source="coupon_code")
+    source = LicenseSourceSerializer(required=False)
+
+
+class ForwardingInstructionsSerializer(StrictSerializer):
+    email = StrictEmailField()
 
 
 class LicenseViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
@@ -33,7 +53,7 @@ class LicenseViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     serializer_class = LicenseSerializer
     lookup_url_kwarg = "licenseID"
     lookup_value_regex = "[^/]+"
-    roles = {"partial_update": OWNERS}
+    roles = {"partial_update": OWNERS, "forwarding_instructions": OWNERS}
 
     def get_queryset(self):
         return License.objects.filter(
@@ -54,6 +74,36 @@ class LicenseViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
 
     def retrieve(self, request, licenseID=None):
         return Response(LicenseSerializer(self.get_object()).data)
+
+    @extend_schema(request=LicenseCreateSerializer, responses={201: LicenseSerializer})
+    def create(self, request):
+        """First login: the caller's license, default team, default template, owner agent and trial."""
+        serializer = LicenseCreateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        account = request.user
+        license = services.license_create(
+            owner_email=account.email,
+            owner_name=account.name,
+            first_license_only=True,
+            **serializer.validated_data,
+        )
+        return Response(LicenseSerializer(license).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=ForwardingInstructionsSerializer, responses=str)
+    @action(detail=True, methods=["post"], url_path="forwardingInstructions")
+    def forwarding_instructions(self, request, **kwargs):
+        from templates_app.forwarding import forwarding_instructions_send
+
+        license = self.get_object()
+        serializer = ForwardingInstructionsSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        confirmation = forwarding_instructions_send(
+            license=license,
+            email=serializer.validated_data["email"],
+            agent=request.agent,
+            request_key=request.headers.get("Idempotency-Key", "")[:100] or None,
+        )
+        return Response(confirmation)
 
     @extend_schema(request=LicenseUpdateSerializer, responses=LicenseSerializer)
     def partial_update(self, request, licenseID=None):
@@ -120,6 +170,16 @@ class AgentViewSet(
 
     def perform_destroy(self, instance):
         services.agent_delete(agent=instance)
+
+    @extend_schema(request=None, responses=AgentSerializer)
+    @action(detail=True, methods=["post"])
+    def invite(self, request, **kwargs):
+        """Send the invitation again (a new link; earlier links stop working)."""
+        from templates_app.invitations import agent_reinvite
+
+        agent = self.get_object()
+        agent_reinvite(agent=agent)
+        return Response(AgentSerializer(self.get_queryset().get(pk=agent.pk)).data)
 
 
 class TeamViewSet(

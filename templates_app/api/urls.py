@@ -1,4 +1,12 @@
+from django.urls import path
+
 from helpdesk.api.routers import ApiRouter
+from templates_app.api.invitations import InvitationAcceptView
+from templates_app.api.views import TemplateViewSet
 
 router = ApiRouter()
-urlpatterns = router.urls
+router.register("templates", TemplateViewSet, basename="template")
+urlpatterns = [
+    path("invitations/accept", InvitationAcceptView.as_view(), name="invitation-accept"),
+    *router.urls,
+]

@@ -1,0 +1,43 @@
+"""`POST /v1/invitations/accept`: the invited person follows the e-mailed link (no Authorization needed)."""
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.permissions import AllowAny
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from helpdesk.api.fields import StrictCharField
+from helpdesk.api.serializers import StrictSerializer
+from templates_app.invitations import invitation_accept
+
+
+class InvitationAcceptSerializer(StrictSerializer):
+    token = StrictCharField(max_length=500)
+    password = StrictCharField(required=False, trim_whitespace=False, max_length=200)
+
+
+class InvitationAcceptedSerializer(serializers.Serializer):
+    accountID = serializers.UUIDField()
+    agentID = serializers.UUIDField()
+    licenseID = serializers.IntegerField()
+    token = serializers.CharField(
+        allow_null=True, help_text="The first personal access token (new accounts only)."
+    )
+
+
+class InvitationAcceptView(APIView):
+    permission_classes = [AllowAny]
+
+    @extend_schema(request=InvitationAcceptSerializer, responses=InvitationAcceptedSerializer)
+    def post(self, request):
+        serializer = InvitationAcceptSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        agent, token = invitation_accept(caller=request.user, **serializer.validated_data)
+        return Response(
+            {
+                "accountID": agent.account_id,
+                "agentID": agent.pk,
+                "licenseID": agent.license_id,
+                "token": token,
+            }
+        )

@@ -1,0 +1,28 @@
+"""Celery tasks of templates_app: thin, they take IDs and call one function."""
+
+from celery import shared_task
+
+from templates_app import mail
+
+MAX_RETRIES = 8
+
+
+def backoff(retries: int) -> int:
+    """Seconds before the next try: 30 s, 1 min, 2 min ... capped at one hour."""
+    return min(30 * 2**retries, 3600)
+
+
+@shared_task(bind=True, max_retries=MAX_RETRIES, acks_late=True)
+def send_outbound_message(self, message_id: str) -> None:
+    try:
+        mail.deliver(message_id=message_id)
+    except mail.TemporaryFailure as exc:
+        if self.request.retries >= self.max_retries:
+            mail.give_up(message_id=message_id)
+            return
+        raise self.retry(exc=exc, countdown=backoff(self.request.retries)) from exc
+
+
+@shared_task
+def requeue_stale_messages() -> int:
+    return mail.requeue_stale_messages()
