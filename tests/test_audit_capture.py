@@ -11,7 +11,6 @@ from audit.context import as_payment_provider
 from audit.models import AuditEntry
 from helpdesk.celery import app as celery_app
 from helpdesk.context import API, HELPDESK_SYSTEM, PAYMENT_PROVIDER, SCHEDULED_TASK
-from templates_app.models import Template
 from tests.audit_helpers import entries_written
 from tests.factories import AgentFactory, TeamFactory
 
@@ -283,28 +282,57 @@ def test_celery_tasks_are_authored_as_scheduled_tasks(license):
     assert written.one().author_type == SCHEDULED_TASK
 
 
-def test_template_writes_are_audited_as_email_templates(license):
-    # when
+def test_template_writes_through_the_api_are_audited_as_email_templates(owner):
+    # create
+    content = {"text": "Hi", "html": "<p>Hi</p>", "appearance": {}}
     with entries_written() as written:
-        with transaction.atomic():
-            template = Template.objects.create(license=license, name="Welcome")
-        with transaction.atomic():
-            template.content = {"text": "Hi", "html": "<p>Hi</p>", "appearance": {}}
-            template.save()
-        with transaction.atomic():
-            template.delete()
-    # then
+        response = owner.client.post("/v1/templates", {"name": "Welcome", "content": content}, format="json")
+    assert response.status_code == 201, response.content
+    template_id = response.json()["ID"]
+    entry = written.one()
+    assert (entry.action, entry.target, entry.object_id, entry.entity_name) == (
+        "create", "emailTemplates", template_id, "Welcome"
+    )  # fmt: skip
+    assert entry.changes["content"]["after"]["text"] == "Hi"
+    assert_api_author(entry, owner)
+    # update
+    with entries_written() as written:
+        response = owner.client.patch(
+            f"/v1/templates/{template_id}",
+            {"name": "Welcome!", "content": {**content, "text": "Hello"}},
+            format="json",
+        )
+    assert response.status_code == 200, response.content
+    entry = written.one()
+    assert entry.action == "update"
+    assert entry.changes["name"] == {"before": "Welcome", "after": "Welcome!"}
+    assert (entry.changes["content"]["before"]["text"], entry.changes["content"]["after"]["text"]) == (
+        "Hi",
+        "Hello",
+    )
+    assert_api_author(entry, owner)
+    # delete
+    with entries_written() as written:
+        response = owner.client.delete(f"/v1/templates/{template_id}")
+    assert response.status_code == 204
+    entry = written.one()
+    assert (entry.action, entry.target, entry.object_id) == ("delete", "emailTemplates", template_id)
+    assert_api_author(entry, owner)
+
+
+def test_template_service_writes_are_audited(license):
+    from templates_app import services as template_services
+
+    with entries_written() as written:
+        template = template_services.template_create(license=license, name="Svc", content={"text": "a"})
+        template_services.template_update(template=template, name="Svc 2")
+        template_services.template_delete(template=template)
     assert [(e.action, e.target, e.entity_name) for e in written] == [
-        ("create", "emailTemplates", "Welcome"),
-        ("update", "emailTemplates", "Welcome"),
-        ("delete", "emailTemplates", "Welcome"),
+        ("create", "emailTemplates", "Svc"),
+        ("update", "emailTemplates", "Svc 2"),
+        ("delete", "emailTemplates", "Svc 2"),
     ]
-    assert written[1].changes == {
-        "content": {
-            "before": {"text": "", "html": "", "appearance": {}},
-            "after": {"text": "Hi", "html": "<p>Hi</p>", "appearance": {}},
-        }
-    }
+    assert written[1].changes == {"name": {"before": "Svc", "after": "Svc 2"}}
 
 
 # --- operator commands ------------------------------------------------------------------------------------
@@ -316,18 +344,42 @@ def test_create_license_writes_one_entry_per_created_object(db):
         call_command(
             "create_license", "--owner-email", "boss@example.com", "--company", "Boss Inc.", "--json"
         )
-    # then the license (with its default team), its default team and its owner: no token hash anywhere
+    # then the license (with its defaults), its default team and template, and its owner: no token hash anywhere
     license = License.objects.get(agents__email="boss@example.com")
-    assert [(e.action, e.target) for e in written] == [
-        ("create", "licenses"),
-        ("create", "teams"),
-        ("create", "agents"),
-    ]
-    assert {e.license_id for e in written} == {license.pk}
-    assert all(e.author_type == HELPDESK_SYSTEM for e in written)
-    assert written[0].changes["defaultTeamID"]["after"] == str(license.default_team_id)
-    assert written[2].changes["teamIDs"]["after"] == [str(license.default_team_id)]
+    assert_license_creation(written, license, HELPDESK_SYSTEM)
     assert not any("token" in str(e.changes).lower() for e in written)
+
+
+def assert_license_creation(written, license, author_type):
+    assert sorted((e.action, e.target) for e in written) == [
+        ("create", "agents"), ("create", "emailTemplates"), ("create", "licenses"), ("create", "teams")
+    ]  # fmt: skip
+    assert {e.license_id for e in written} == {license.pk}
+    assert all(e.author_type == author_type for e in written)
+    entries = {e.target: e for e in written}
+    assert entries["licenses"].changes["defaultTeamID"] == {
+        "before": None,
+        "after": str(license.default_team_id),
+    }
+    assert entries["licenses"].changes["defaultTemplateID"]["after"] == str(license.default_template_id)
+    assert entries["agents"].changes["teamIDs"]["after"] == [str(license.default_team_id)]
+
+
+def test_it_audits_a_license_created_through_the_api(db):
+    # given an account without a license
+    from tests.conftest import api_client
+
+    account = Account.objects.create_user(email="first@example.com")
+    _, token = services.token_issue(account=account)
+    client = api_client(account.pk, token)
+    # when
+    with entries_written() as written:
+        response = client.post("/v1/licenses", {"planCode": "hd-team1m"}, format="json")
+    # then
+    assert response.status_code == 201, response.content
+    license = License.objects.get(pk=response.json()["ID"])
+    assert_license_creation(written, license, API)
+    assert all(e.author_id == account.pk and e.author_user_agent == UA for e in written)
 
 
 def test_issuing_a_token_is_not_an_audited_license_change(owner):
@@ -441,13 +493,9 @@ def test_admin_license_add_and_change_are_audited(admin_client, db):
             "/admin/accounts/license/add/", {"owner_email": "adm@example.com", "company_name": "Adm"}
         )
     assert response.status_code == 302, response.content
-    assert [(e.action, e.target) for e in written] == [
-        ("create", "licenses"),
-        ("create", "teams"),
-        ("create", "agents"),
-    ]
-    assert all(e.author_type == "administrator" and e.author_ip == "10.1.2.3" for e in written)
-    license = License.objects.get(pk=written[0].license_id)
+    license = License.objects.get(agents__email="adm@example.com")
+    assert_license_creation(written, license, "administrator")
+    assert all(e.author_ip == "10.1.2.3" for e in written)
     with entries_written() as written:
         response = admin_client.post(
             f"/admin/accounts/license/{license.pk}/change/", {"settings": '{"companyName": "Adm 2"}'}

@@ -36,6 +36,26 @@ COVERED = {
         "delete",
     ): "test_audit_capture.test_it_audits_team_creation_update_bulk_update_and_deletion_through_the_api",
     ("v1/licenses/<pk>", "patch"): "test_audit_capture.test_it_audits_a_license_update_through_the_api",
+    ("v1/licenses", "post"): "test_audit_capture.test_it_audits_a_license_created_through_the_api",
+    (
+        "v1/templates",
+        "post",
+    ): "test_audit_capture.test_template_writes_through_the_api_are_audited_as_email_templates",
+    (
+        "v1/templates/<pk>",
+        "patch",
+    ): "test_audit_capture.test_template_writes_through_the_api_are_audited_as_email_templates",
+    (
+        "v1/templates/<pk>",
+        "delete",
+    ): "test_audit_capture.test_template_writes_through_the_api_are_audited_as_email_templates",
+    (
+        "v1/agents/<pk>/invite",
+        "post",
+    ): "not audited: a new invitation link and e-mail; the agent does not change",
+    ("v1/licenses/<pk>/forwardingInstructions", "post"): "not audited: sends an e-mail, changes nothing",
+    ("v1/templates/preview", "post"): "not audited: renders, writes nothing",
+    ("v1/templates/sendTestMessage", "post"): "not audited: queues a test e-mail, changes no template",
 }
 
 
