@@ -11,6 +11,7 @@ from audit.context import as_payment_provider
 from audit.models import AuditEntry
 from helpdesk.celery import app as celery_app
 from helpdesk.context import API, HELPDESK_SYSTEM, PAYMENT_PROVIDER, SCHEDULED_TASK
+from templates_app.models import Template
 from tests.audit_helpers import entries_written
 from tests.factories import AgentFactory, TeamFactory
 
@@ -556,3 +557,31 @@ def test_an_autoassignment_change_is_audited_on_the_side_it_was_made_from(licens
         "agents",
         {"autoassignmentTeamIDs": {"before": [], "after": [str(team.pk)]}},
     )
+
+
+def test_admin_template_add_change_and_bulk_delete_are_audited(admin_client, license):
+    content = '{"text": "Hi", "html": "", "appearance": {}}'
+    with entries_written() as written:
+        response = admin_client.post(
+            "/admin/templates_app/template/add/",
+            {"license": license.pk, "name": "Adm tpl", "type": "html", "content": content},
+        )
+    assert response.status_code == 302, response.content
+    template = Template.objects.get(name="Adm tpl")
+    assert (written.one().action, written.one().target) == ("create", "emailTemplates")
+    assert_admin_author(written.one(), admin_client)
+    with entries_written() as written:
+        response = admin_client.post(
+            f"/admin/templates_app/template/{template.pk}/change/", {"name": "Adm tpl 2", "content": content}
+        )
+    assert response.status_code == 302, response.content
+    assert written.one().changes == {"name": {"before": "Adm tpl", "after": "Adm tpl 2"}}
+    assert_admin_author(written.one(), admin_client)
+    with entries_written() as written:
+        response = admin_client.post(
+            "/admin/templates_app/template/",
+            {"action": "delete_selected", "_selected_action": [str(template.pk)], "post": "yes"},
+        )
+    assert response.status_code == 302, response.content
+    assert (written.one().action, written.one().object_id) == ("delete", str(template.pk))
+    assert_admin_author(written.one(), admin_client)
