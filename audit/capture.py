@@ -85,8 +85,7 @@ class Pending:
     audited: Audited
     pk: object
     before: Snapshot
-    actor: Actor
-    instance: object  # the last instance seen (its str() names a deleted object)
+    actor: Actor  # who made the first change (the whole entry is theirs)
 
 
 def _state(connection) -> dict:
@@ -112,11 +111,10 @@ def touch(instance, using: str | None = None, *, created: bool = False) -> None:
     pending = _state(connection)
     key = (audited.model, instance.pk)
     if key in pending:
-        pending[key].instance = instance
         return
     existing = None if created else _load(audited, [instance.pk], prefetch=False).get(instance.pk)
     before = _snapshot(audited, existing)
-    pending[key] = Pending(audited, instance.pk, before, current_actor(), instance)
+    pending[key] = Pending(audited, instance.pk, before, current_actor())
 
 
 def changed(using: str | None = None) -> None:
