@@ -5,7 +5,7 @@ import threading
 
 import pytest
 from django.core.management import CommandError, call_command
-from django.db import DatabaseError, connection, transaction
+from django.db import DatabaseError, connection, models, transaction
 
 from accounts import services
 from audit import chain
@@ -181,3 +181,11 @@ def test_concurrent_writers_of_one_license_do_not_fork_the_chain():
     assert AuditEntry.objects.filter(license=license, action="update").count() == len(teams)
     report = chain.verify(license.pk)
     assert report.ok, report.problem
+
+
+def test_the_audit_log_never_cascades_from_its_license():
+    # Licenses cannot be deleted today (their default team and template protect them); if that changes, their
+    # entries stay: no CASCADE and no database constraint that would force one.
+    field = AuditEntry._meta.get_field("license")
+    assert field.remote_field.on_delete is models.DO_NOTHING
+    assert field.db_constraint is False
