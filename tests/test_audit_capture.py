@@ -585,3 +585,31 @@ def test_admin_template_add_change_and_bulk_delete_are_audited(admin_client, lic
     assert response.status_code == 302, response.content
     assert (written.one().action, written.one().object_id) == ("delete", str(template.pk))
     assert_admin_author(written.one(), admin_client)
+
+
+def test_accepting_an_invitation_is_one_agent_update_with_the_invitees_ip_and_user_agent(owner):
+    # given an invited agent
+    from templates_app.invitations import invitation_token
+    from templates_app.models import Invitation
+
+    response = owner.client.post(
+        "/v1/agents", {"email": "ivy@example.com", "roles": ["normal"], "status": "invited"}, format="json"
+    )
+    assert response.status_code == 201, response.content
+    invitation = Invitation.objects.get(agent_id=response.json()["ID"])
+    invitee = APIClient(HTTP_USER_AGENT="invitee-browser/1.0", REMOTE_ADDR="10.9.8.7")
+    # when the invitee (not signed in) accepts
+    with entries_written() as written:
+        response = invitee.post(
+            "/v1/invitations/accept",
+            {"token": invitation_token(invitation), "password": "correct horse battery"},
+            format="json",
+        )
+    # then: the status change, authored by the system on the invitee's behalf (no password, no token in it)
+    assert response.status_code == 200, response.content
+    entry = written.one()
+    assert (entry.action, entry.target, entry.object_id) == ("update", "agents", str(invitation.agent_id))
+    assert entry.changes == {"status": {"before": "invited", "after": "active"}}
+    assert (entry.author_type, entry.author_ip, entry.author_user_agent) == (
+        HELPDESK_SYSTEM, "10.9.8.7", "invitee-browser/1.0"
+    )  # fmt: skip
