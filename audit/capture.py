@@ -73,8 +73,10 @@ def _related_pks(obj, accessor):
     return manager.values_list("pk", flat=True)
 
 
-def _load(audited: Audited, pks, *, prefetch: bool) -> dict:
+def _load(audited: Audited, pks, *, prefetch: bool = False, lock: bool = False) -> dict:
     queryset = audited.model._base_manager.filter(pk__in=pks)
+    if lock:
+        queryset = queryset.select_for_update().order_by("pk")
     if prefetch and audited.m2m:
         queryset = queryset.prefetch_related(*audited.m2m)
     return {obj.pk: obj for obj in queryset}
@@ -112,7 +114,10 @@ def touch(instance, using: str | None = None, *, created: bool = False) -> None:
     key = (audited.model, instance.pk)
     if key in pending:
         return
-    existing = None if created else _load(audited, [instance.pk], prefetch=False).get(instance.pk)
+    # Locked: the row is about to be written anyway, and a concurrent writer must not slip in between this
+    # "before" and our change (the diff would then hide their change).
+    lock = connection.in_atomic_block and connection.features.has_select_for_update
+    existing = None if created else _load(audited, [instance.pk], lock=lock).get(instance.pk)
     before = _snapshot(audited, existing)
     pending[key] = Pending(audited, instance.pk, before, current_actor())
 
@@ -236,7 +241,7 @@ def _m2m_changed(sender, instance, action, reverse, model, pk_set, using=None, *
         related = _related_via(sender, instance, model)
     else:
         related = model._base_manager.filter(pk__in=pk_set)
-    for obj in related:
+    for obj in related.order_by("pk"):  # one lock order
         touch(obj, using)
 
 

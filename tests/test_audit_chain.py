@@ -8,6 +8,7 @@ from django.core.management import CommandError, call_command
 from django.db import DatabaseError, connection, models, transaction
 
 from accounts import services
+from accounts.models import Team
 from audit import chain
 from audit.models import AppendOnly, AuditEntry
 from tests.factories import LicenseFactory, TeamFactory
@@ -189,3 +190,59 @@ def test_the_audit_log_never_cascades_from_its_license():
     field = AuditEntry._meta.get_field("license")
     assert field.remote_field.on_delete is models.DO_NOTHING
     assert field.db_constraint is False
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_concurrent_change_of_the_same_object_is_not_hidden_from_the_diff():
+    # given a team, and a first transaction that renamed it but has not committed yet
+    license = LicenseFactory()
+    team = TeamFactory(license=license, name="A")
+    renamed, second_done = threading.Event(), threading.Event()
+    release = threading.Event()
+
+    def first():
+        try:
+            with transaction.atomic():
+                services.team_update(team=Team.objects.get(pk=team.pk), name="B")
+                renamed.set()
+                release.wait(10)
+        finally:
+            connection.close()
+
+    def second():
+        try:
+            renamed.wait(10)
+            services.team_update(team=Team.objects.get(pk=team.pk), name="C")
+        finally:
+            second_done.set()
+            connection.close()
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    # when the second writer is waiting for the first one's row lock, the first commits
+    renamed.wait(10)
+    _wait_for_a_lock_wait()
+    release.set()
+    for thread in threads:
+        thread.join()
+    # then the diffs chain up: A -> B, then B -> C (not A -> C)
+    updates = AuditEntry.objects.filter(object_id=str(team.pk), action="update").order_by("seq")
+    assert [(e.changes["name"]["before"], e.changes["name"]["after"]) for e in updates] == [
+        ("A", "B"),
+        ("B", "C"),
+    ]
+
+
+def _wait_for_a_lock_wait():
+    """Until another backend waits on a row lock (the second writer queued behind the first)."""
+    with connection.cursor() as cursor:
+        for _ in range(500):
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
+            )
+            if cursor.fetchone()[0]:
+                return
+            threading.Event().wait(0.01)
+    raise AssertionError("the second writer never waited for the first one's lock")
