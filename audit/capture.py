@@ -53,15 +53,19 @@ class Snapshot:
     license_id: int | None
 
 
-def _snapshot(audited: Audited, obj) -> Snapshot:
+def _snapshot(audited: Audited, obj, accessors=None) -> Snapshot:
+    """`accessors`: the m2m relations to read (default: all)."""
     if obj is None:
         return Snapshot(None, {}, {}, "", None)
     fields = {name: jsonable(getattr(obj, attname)) for attname, name in audited.fields.items()}
     secrets = {name: getattr(obj, attname) for attname, name in audited.secrets.items()}
-    m2m = {
-        name: sorted(str(pk) for pk in _related_pks(obj, accessor)) for accessor, name in audited.m2m.items()
-    }
+    accessors = audited.m2m if accessors is None else accessors
+    m2m = {audited.m2m[accessor]: _related(obj, accessor) for accessor in accessors}
     return Snapshot(fields, secrets, m2m, str(obj)[:255], audited.license_of(obj))
+
+
+def _related(obj, accessor) -> list[str]:
+    return sorted(str(pk) for pk in _related_pks(obj, accessor))
 
 
 def _related_pks(obj, accessor):
@@ -101,8 +105,17 @@ def _in_logical_block(connection) -> bool:
     return any(not getattr(block, "_from_testcase", False) for block in connection.atomic_blocks)
 
 
-def touch(instance, using: str | None = None, *, created: bool = False) -> None:
-    """Note that an audited object is about to change (snapshot its state on the first change only).
+def touch(
+    instance,
+    using: str | None = None,
+    *,
+    created: bool = False,
+    accessor: str | None = None,
+    full: bool = False,
+) -> None:
+    """Note that an audited object is about to change: snapshot its fields on its first change in the
+    transaction, and a relation on that relation's first change (`accessor`; `full`: all of them, for a
+    delete). A relation never snapshotted did not change (its changes always pass through here first).
 
     `created`: the row was just inserted (an auto-increment key is unknown before the insert).
     """
@@ -113,12 +126,17 @@ def touch(instance, using: str | None = None, *, created: bool = False) -> None:
     pending = _state(connection)
     key = (audited.model, instance.pk)
     if key in pending:
+        before = pending[key].before
+        if accessor is not None and before.fields is not None and audited.m2m[accessor] not in before.m2m:
+            before.m2m[audited.m2m[accessor]] = sorted(
+                str(pk) for pk in getattr(instance, accessor).values_list("pk", flat=True)
+            )
         return
     # Locked: the row is about to be written anyway, and a concurrent writer must not slip in between this
     # "before" and our change (the diff would then hide their change).
     lock = connection.in_atomic_block and connection.features.has_select_for_update
     existing = None if created else _load(audited, [instance.pk], lock=lock).get(instance.pk)
-    before = _snapshot(audited, existing)
+    before = _snapshot(audited, existing, None if full else [accessor] if accessor else [])
     pending[key] = Pending(audited, instance.pk, before, current_actor())
 
 
@@ -131,8 +149,9 @@ def changed(using: str | None = None) -> None:
 
 
 def _diff(audited: Audited, before: Snapshot, after: Snapshot) -> dict:
+    whole = before.fields is None or after.fields is None
     old = {**(before.fields or {}), **before.m2m}
-    new = {**(after.fields or {}), **after.m2m}
+    new = {**(after.fields or {}), **{k: v for k, v in after.m2m.items() if whole or k in before.m2m}}
     changes = {}
     for name in {**old, **new}:
         if before.fields is None or after.fields is None or old.get(name) != new.get(name):
@@ -217,7 +236,7 @@ def _post_save(sender, instance, created=False, raw=False, using=None, **kwargs)
 
 
 def _pre_delete(sender, instance, using=None, **kwargs):
-    touch(instance, using)
+    touch(instance, using, full=True)
 
 
 def _post_delete(sender, instance, using=None, **kwargs):
@@ -231,8 +250,9 @@ def _m2m_changed(sender, instance, action, reverse, model, pk_set, using=None, *
     if not action.startswith("pre_"):
         changed(using)
         return
-    if M2M_INDEX.get((sender, reverse), (None,))[0] is type(instance):
-        touch(instance, using)
+    owner = M2M_INDEX.get((sender, reverse))
+    if owner is not None and owner[0] is type(instance):
+        touch(instance, using, accessor=owner[1])
         return
     other = M2M_INDEX.get((sender, not reverse))
     if other is None or other[0] is not model:
@@ -242,7 +262,7 @@ def _m2m_changed(sender, instance, action, reverse, model, pk_set, using=None, *
     else:
         related = model._base_manager.filter(pk__in=pk_set)
     for obj in related.order_by("pk"):  # one lock order
-        touch(obj, using)
+        touch(obj, using, accessor=other[1])
 
 
 def _related_via(through, instance, model):
