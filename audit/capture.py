@@ -3,9 +3,9 @@ just before the outermost atomic block closes, inside the same transaction.
 
 Why deferred: one logical change fires several signals (a PATCH saves the agent and then sets two m2m
 relations; `license_create` saves the license twice), and they must become exactly one entry. So the first
-signal for an object in a transaction snapshots its state before the change (fields and registered m2m
-relations, read from the database), and at the end of the outermost atomic block the object's state is read
-again: the difference is the entry (`create` when there was no row before, `delete` when there is none after,
+signal for an object in a transaction snapshots its state before the change (its fields, read from the
+database with the row locked; a relation when it first changes), and at the end of the outermost atomic
+block the object's state is read again: the difference is the entry (`create` when there was no row before, `delete` when there is none after,
 `update` when a field differs, nothing when nothing differs). Reading the "after" state from the database
 also makes rolled-back savepoints come out right without tracking them.
 
