@@ -22,3 +22,15 @@ class AuditEntryFilterSet(django_filters.FilterSet):
     class Meta:
         model = AuditEntry
         fields = []
+
+    def get_form_class(self):
+        return type("AuditEntryFilterForm", (super().get_form_class(),), {"clean": _refuse_empty_values})
+
+
+def _refuse_empty_values(form):
+    """A parameter that is present but empty (`?action=`) is a 400, as everywhere else, not "no filter"."""
+    cleaned = super(type(form), form).clean()
+    for name in form.fields:
+        if name in form.data and not str(form.data.get(name, "")).strip():
+            form.add_error(name, "This parameter may not be empty.")
+    return cleaned

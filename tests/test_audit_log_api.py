@@ -146,6 +146,8 @@ def test_it_filters_by_author_id(owner, history):
         {"target": "tickets"},
         {"authorType": "robot"},
         {"authorID": "not-a-uuid"},
+        {"action": ""},
+        {"authorID": " "},
         {"timeRange.from": "2d"},
         {"timeRange.to": "yesterday"},
         {"timezone": "Mars/Olympus"},
