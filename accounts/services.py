@@ -30,6 +30,7 @@ from helpdesk.context import current_actor
 
 DEFAULT_TOKEN_SCOPES = [MIN_SCOPE, "accounts--all:rw"]
 DEFAULT_TEAM_NAME = "General"
+DEFAULT_TRIAL_PLAN = "hd-team1m"  # licenses made by operator commands start a trial on it
 
 
 # --- stamps -------------------------------------------------------------------------------------------
@@ -104,6 +105,7 @@ def license_create(
     The account is created if needed. `first_license_only` (the API's first login) refuses with 409 an
     account that is already an active agent somewhere; the account row lock makes two racing calls one.
     """
+    from billing.services import subscription_start_trial
     from templates_app.services import template_create_default
 
     account = account_get_or_create(email=owner_email, name=owner_name)
@@ -132,11 +134,9 @@ def license_create(
     stamp_create(owner)
     owner.save()
     owner.teams.add(team)
-    if plan_code is not None:
-        # billing: trial subscription (wired by the lead)
-        # billing.services.subscription_start_trial(license=license, plan_code=plan_code, quantity=1)
-        # (coupon_code is passed to billing when it accepts one.)
-        pass
+    subscription_start_trial(
+        license=license, plan_code=plan_code or DEFAULT_TRIAL_PLAN, coupon_code=coupon_code
+    )
     return license
 
 
@@ -282,6 +282,13 @@ def _set_agent_relations(agent: Agent, teams, autoassignment_teams) -> None:
         agent.autoassignment_teams.set(autoassignment_teams)
 
 
+def _ensure_seat(license: License) -> None:
+    """One more active agent must fit the paid seats (409 `seat_limit_reached`); locks the license row."""
+    from billing.seats import ensure_seat_available  # lazy: accounts is the base, billing builds on it
+
+    ensure_seat_available(license)
+
+
 @transaction.atomic
 def agent_create(
     *, license: License, email: str, roles: list[str], teams=None, autoassignment_teams=None, **fields
@@ -292,6 +299,8 @@ def agent_create(
     account = account_get_or_create(email=email, name=fields.get("name", ""))
     agent = Agent(license=license, account=account, email=email, roles=roles)
     _apply_agent_fields(agent, fields)
+    if agent.status == STATUS_ACTIVE:
+        _ensure_seat(license)
     stamp_create(agent)
     agent.save()
     _set_agent_relations(agent, teams, autoassignment_teams)
@@ -305,7 +314,10 @@ def agent_create(
 @transaction.atomic
 def agent_update(*, agent: Agent, teams=None, autoassignment_teams=None, **fields) -> Agent:
     agent = Agent.objects.select_for_update().select_related("license").get(pk=agent.pk)
+    was_active = agent.status == STATUS_ACTIVE
     _apply_agent_fields(agent, fields)
+    if agent.status == STATUS_ACTIVE and not was_active:
+        _ensure_seat(agent.license)
     if "roles" in fields or "status" in fields:
         _keep_an_owner(agent.license, agent, leaving=False)
     stamp_update(agent)

@@ -141,6 +141,21 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = "UTC"
 # Each app adds its periodic tasks here, with a comment saying when they run.
 CELERY_BEAT_SCHEDULE: dict = {}
+# Billing: renew subscriptions whose period ended (and expire canceled ones), every 5 minutes.
+CELERY_BEAT_SCHEDULE["billing-renew-subscriptions"] = {
+    "task": "billing.tasks.renew_subscriptions",
+    "schedule": 300.0,
+}
+# Billing: finish charge intents left without an outcome by a crash, every minute.
+CELERY_BEAT_SCHEDULE["billing-reconcile-charges"] = {
+    "task": "billing.tasks.reconcile_charges",
+    "schedule": 60.0,
+}
+# Billing: forget Idempotency-Keys older than BILLING_IDEMPOTENCY_KEY_HOURS, and abandoned ones, every 10 minutes.
+CELERY_BEAT_SCHEDULE["billing-purge-idempotency-records"] = {
+    "task": "billing.tasks.purge_idempotency_records",
+    "schedule": 600.0,
+}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -224,6 +239,19 @@ SPECTACULAR_SETTINGS = {
         "helpdesk.api.schema.add_error_responses",
     ],
 }
+
+# --- Billing. The gateway class (default: the built-in sandbox, which keeps its own ledger in our database).
+BILLING_GATEWAY = env_str("BILLING_GATEWAY", "billing.gateway.SandboxGateway")
+BILLING_CURRENCY = env_str("BILLING_CURRENCY", "USD")
+# The sandbox declines every charge (to try the 402 path); one license's card: billing.gateway.set_sandbox_card.
+BILLING_SANDBOX_DECLINE = env_bool("BILLING_SANDBOX_DECLINE", False)
+BILLING_TRIAL_DAYS = env_int("BILLING_TRIAL_DAYS", 14)
+# Seats of a trial, and of a license that never had a subscription.
+BILLING_TRIAL_SEATS = env_int("BILLING_TRIAL_SEATS", 5)
+# A charge intent older than this is considered abandoned and finished by the reconciler.
+BILLING_RECONCILE_AFTER_SECONDS = env_int("BILLING_RECONCILE_AFTER_SECONDS", 120)
+# How long an Idempotency-Key is remembered (its first response replayed).
+BILLING_IDEMPOTENCY_KEY_HOURS = env_int("BILLING_IDEMPOTENCY_KEY_HOURS", 24)
 
 LOGGING = {
     "version": 1,

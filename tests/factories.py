@@ -1,11 +1,15 @@
 """Factories that keep a whole object graph inside one license (sub-factories take the parent's license)."""
 
+import datetime
 import itertools
 
 import factory
+from django.utils import timezone
 
 from accounts import services
 from accounts.models import ROLE_NORMAL, STATUS_ACTIVE, Account, Agent, License, Team
+from billing.models import ACTIVE, Subscription
+from billing.plans import PLANS
 
 
 class AccountFactory(factory.django.DjangoModelFactory):
@@ -21,15 +25,26 @@ _owner_numbers = itertools.count(1)
 
 
 class LicenseFactory(factory.django.DjangoModelFactory):
-    """A license made the real way: with its default team and an active owner."""
+    """A license made the real way: default team, default template, an active owner, a trial subscription.
+
+    `trial=False` (the default here) removes the trial again, so billing tests start from a license that has
+    never subscribed; pass `trial=True` for the license exactly as onboarding leaves it.
+    """
 
     class Meta:
         model = License
 
     @classmethod
-    def _create(cls, model_class, *args, owner_email=None, company_name="Acme", **kwargs):
+    def _create(cls, model_class, *args, owner_email=None, company_name="Acme", trial=False, **kwargs):
+        from billing.models import Subscription
+
         owner_email = owner_email or f"owner{next(_owner_numbers)}@example.com"
-        return services.license_create(owner_email=owner_email, owner_name="Owner", company_name=company_name)
+        license = services.license_create(
+            owner_email=owner_email, owner_name="Owner", company_name=company_name
+        )
+        if not trial:
+            Subscription.objects.filter(license=license).delete()
+        return license
 
 
 class TeamFactory(factory.django.DjangoModelFactory):
@@ -65,4 +80,23 @@ class TemplateFactory(factory.django.DjangoModelFactory):
             "html": "<p>Hello {{requester.name}}</p>",
             "appearance": {},
         }
+    )
+
+
+class SubscriptionFactory(factory.django.DjangoModelFactory):
+    """An active, paid subscription in the middle of nothing: its period starts now (no charge recorded)."""
+
+    class Meta:
+        model = Subscription
+
+    license = factory.SubFactory(LicenseFactory)
+    state = ACTIVE
+    plan_code = "hd-team1m"
+    quantity = 5
+    unit_amount_in_cents = factory.LazyAttribute(lambda o: PLANS[o.plan_code].unit_amount)
+    period_months = factory.LazyAttribute(lambda o: PLANS[o.plan_code].months)
+    activated_at = factory.LazyFunction(timezone.now)
+    current_period_started_at = factory.LazyAttribute(lambda o: o.activated_at)
+    current_period_ends_at = factory.LazyAttribute(
+        lambda o: o.current_period_started_at + datetime.timedelta(days=30 * o.period_months)
     )

@@ -4,7 +4,7 @@ Every registered API route with a `{pk}` must have an entry here (keyed by the r
 `test_tenancy.py` can prove that an outsider gets 404 for it. A new viewset adds its entry.
 """
 
-from tests.factories import AgentFactory, TeamFactory, TemplateFactory
+from tests.factories import AgentFactory, SubscriptionFactory, TeamFactory, TemplateFactory
 
 
 def _license_pk(license):
@@ -16,4 +16,5 @@ ROUTE_OBJECTS = {
     "agent": lambda license: AgentFactory(license=license).pk,
     "team": lambda license: TeamFactory(license=license).pk,
     "template": lambda license: TemplateFactory(license=license).pk,
+    "subscription": lambda license: SubscriptionFactory(license=license).pk,
 }

@@ -4,6 +4,7 @@ import pytest
 
 from accounts import services
 from accounts.models import ROLE_OWNER, STATUS_ACTIVE, Account, Agent, License, Team
+from billing.models import Charge, Subscription
 from templates_app.models import Template
 from tests.conftest import api_client
 from tests.spec import FIELDS
@@ -32,7 +33,7 @@ def test_it_creates_the_license_with_its_team_template_and_owner(newcomer):
     # then the license comes back with its defaults
     assert response.status_code == 201, response.json()
     body = response.json()
-    assert list(body) == FIELDS["License"]
+    assert list(body) == [*FIELDS["License"], "subscription"]  # ours: the license's subscription summary
     license = License.objects.get(pk=body["ID"])
     assert body["defaultTeamID"] == str(license.default_team_id)
     assert body["defaultTemplateID"] == str(license.default_template_id)
@@ -45,8 +46,35 @@ def test_it_creates_the_license_with_its_team_template_and_owner(newcomer):
     owner = Agent.objects.for_license(license).get()
     assert (owner.account_id, owner.roles, owner.status) == (newcomer.pk, [ROLE_OWNER], STATUS_ACTIVE)
     assert list(owner.teams.all()) == [license.default_team]
+    # and a free trial on the chosen plan, keeping the coupon for the first charge
+    trial = Subscription.objects.for_license(license).get()
+    assert (trial.plan_code, trial.is_trial, trial.coupon_code) == ("hd-team1m", True, "WELCOME")
+    assert body["subscription"]["state"] == "active" and body["subscription"]["planCode"] == "hd-team1m"
+    assert not Charge.objects.exists()
     # and the caller can now use it
     assert newcomer.client.get(f"/v1/licenses/{license.pk}").status_code == 200
+
+
+def test_an_unknown_coupon_creates_nothing(newcomer):
+    response = newcomer.client.post(
+        "/v1/licenses", {"planCode": "hd-team1m", "couponCode": "NOPE"}, format="json"
+    )
+    assert response.status_code == 400
+    assert "couponCode" in response.json()["details"]
+    assert not License.objects.exists() and not Agent.objects.exists()
+
+
+def test_a_failing_trial_leaves_nothing_half_created(newcomer, monkeypatch):
+    import billing.services
+
+    def broken_trial(**kwargs):
+        raise RuntimeError("billing down")
+
+    monkeypatch.setattr(billing.services, "subscription_start_trial", broken_trial)
+    response = newcomer.client.post("/v1/licenses", {"planCode": "hd-team1m"}, format="json")
+    assert response.status_code == 500
+    assert not License.objects.exists() and not Team.objects.exists() and not Template.objects.exists()
+    assert not Agent.objects.exists() and not Subscription.objects.exists()
 
 
 def test_a_second_license_is_a_409(newcomer):
@@ -117,3 +145,4 @@ def test_the_operator_command_gives_the_same_defaults(db):
     call_command("create_license", "--owner-email", "ops@example.com", "--json")
     license = License.objects.get()
     assert license.default_template is not None and license.default_team is not None
+    assert Subscription.objects.for_license(license).get().is_trial

@@ -3,6 +3,7 @@
 from rest_framework import serializers
 
 from accounts.models import LICENSE_SOURCE_FIELDS, ROLES, STATUS_ACTIVE, STATUS_INVITED, Agent, Team
+from billing.plans import PLAN_CODES
 from helpdesk.api.fields import (
     StrictBooleanField,
     StrictCharField,
@@ -52,6 +53,22 @@ class LicenseFlagsSerializer(serializers.Serializer):
     defaultInboxUsed = serializers.BooleanField()
 
 
+class LicenseListSerializer(serializers.ListSerializer):
+    def to_representation(self, data):
+        licenses = list(data.all() if hasattr(data, "all") else data)
+        _attach_subscriptions(licenses)
+        return super().to_representation(licenses)
+
+
+def _attach_subscriptions(licenses) -> None:
+    """Each license's subscription from billing, for all of them in one query."""
+    from billing.selectors import license_subscriptions  # lazy: billing builds on accounts
+
+    found = license_subscriptions([license.pk for license in licenses])
+    for license in licenses:
+        license._subscription = found.get(license.pk)
+
+
 class LicenseSerializer(StampedOutputSerializer):
     ID = serializers.IntegerField(source="pk", read_only=True)
     createdBy = serializers.CharField(source="created_by", read_only=True)
@@ -64,16 +81,27 @@ class LicenseSerializer(StampedOutputSerializer):
     detectedLanguages = serializers.ListField(
         source="detected_languages", child=serializers.CharField(), read_only=True
     )
+    # Ours: the license's current subscription (subscriptionID, state, planCode, quantity, currentPeriodEndsAt) or null.
+    subscription = serializers.SerializerMethodField()
 
     class Meta:
         fields = [
             "ID", "createdAt", "createdBy", "createdByType", "updatedAt", "updatedBy", "defaultTeamID",
-            "defaultTemplateID", "flags", "settings", "source", "detectedLanguages",
+            "defaultTemplateID", "flags", "settings", "source", "detectedLanguages", "subscription",
         ]  # fmt: skip
+        list_serializer_class = LicenseListSerializer
 
     def get_fields(self):
         fields = super().get_fields()
         return {name: fields[name] for name in self.Meta.fields}
+
+    def get_subscription(self, license) -> dict | None:
+        from billing.api.serializers import LicenseSubscriptionSerializer
+
+        if not hasattr(license, "_subscription"):
+            _attach_subscriptions([license])
+        subscription = license._subscription
+        return LicenseSubscriptionSerializer(subscription).data if subscription is not None else None
 
 
 class TeamSettingsSerializer(StrictSerializer):
@@ -306,3 +334,13 @@ class TokenSerializer(serializers.Serializer):
     scopes = serializers.ListField(child=serializers.CharField())
     createdAt = TimestampField(source="created_at")
     lastUsedAt = TimestampField(source="last_used_at", allow_null=True)
+
+
+class LicenseCreateSerializer(StrictSerializer):
+    planCode = serializers.ChoiceField(choices=PLAN_CODES, source="plan_code")
+    couponCode = StrictCharField(required=False, allow_blank=True, max_length=100, source="coupon_code")
+    source = LicenseSourceSerializer(required=False)
+
+
+class ForwardingInstructionsSerializer(StrictSerializer):
+    email = StrictEmailField()

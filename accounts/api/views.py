@@ -2,7 +2,7 @@
 
 from django.db.models import Prefetch
 from drf_spectacular.utils import extend_schema
-from rest_framework import mixins, serializers, status, viewsets
+from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
@@ -15,8 +15,9 @@ from accounts.api.serializers import (
     AgentDocSerializer,
     AgentSerializer,
     AgentWriteSerializer,
+    ForwardingInstructionsSerializer,
+    LicenseCreateSerializer,
     LicenseSerializer,
-    LicenseSourceSerializer,
     LicenseUpdateSerializer,
     TeamBulkUpdateSerializer,
     TeamCreateSerializer,
@@ -25,26 +26,8 @@ from accounts.api.serializers import (
     TeamWriteSerializer,
 )
 from accounts.models import STATUS_ACTIVE, Agent, License, Team
-from helpdesk.api.fields import StrictCharField, StrictEmailField
 from helpdesk.api.permissions import EVERYONE, OWNERS, WRITERS
-from helpdesk.api.serializers import StrictSerializer
 from helpdesk.api.tenancy import LicenseScopedViewSet
-
-PLAN_CODES = [
-    "hd-team1m", "hd-team3m", "hd-team12m", "hd-team36m", "hd-enterprise1m", "hd-enterprise3m",
-    "hd-enterprise6m", "hd-enterprise12m", "hd-enterprise24m", "hd-enterprise36m",
-]  # fmt: skip
-
-
-# (These two input serializers belong in accounts/api/serializers.py; kept here to stay inside the hook.)
-class LicenseCreateSerializer(StrictSerializer):
-    planCode = serializers.ChoiceField(choices=PLAN_CODES, source="plan_code")
-    couponCode = StrictCharField(required=False, allow_blank=True, max_length=100, source="coupon_code")
-    source = LicenseSourceSerializer(required=False)
-
-
-class ForwardingInstructionsSerializer(StrictSerializer):
-    email = StrictEmailField()
 
 
 class LicenseViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):

@@ -1,4 +1,6 @@
+from billing.api.views import SubscriptionViewSet
 from helpdesk.api.routers import ApiRouter
 
 router = ApiRouter()
+router.register("subscriptions", SubscriptionViewSet, basename="subscription")
 urlpatterns = router.urls
