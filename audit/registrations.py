@@ -7,6 +7,7 @@ token's hash must never reach a diff anyway. Add them here with `secrets=("token
 
 from accounts.models import Agent, License, Team
 from audit.registry import register
+from billing.models import Subscription
 from templates_app.models import Template
 
 register(License, target="licenses", license_of=lambda license: license.pk)
@@ -18,7 +19,8 @@ register(
 )
 register(Team, target="teams", m2m={"autoassignment_agents": "autoassignmentAgentIDs"})
 register(Template, target="emailTemplates", m2m={"attachments": "attachments"})
-# After merging tags and billing (the lead):
-#   register(Tag, target="tags")
-#   register(Subscription, target="licenses")  # the spec has no subscriptions target: a plan change is a
-#                                              # change to the license's account; entityName tells them apart
+# The spec's targets have no subscriptions: a plan or seat change is a change of the license's account, so it
+# is recorded under `licenses` (entityName "hd-team1m × 3 (active)" tells it from the license itself).
+# charge_in_flight is the billing's own lock between the gateway call and the ledger, not a change.
+register(Subscription, target="licenses", exclude=("charge_in_flight",))
+# After merging tags: register(Tag, target="tags")

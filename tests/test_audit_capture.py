@@ -352,18 +352,21 @@ def test_create_license_writes_one_entry_per_created_object(db):
 
 
 def assert_license_creation(written, license, author_type):
+    # the license, its default team and template, its owner, and its trial subscription (under `licenses`)
     assert sorted((e.action, e.target) for e in written) == [
-        ("create", "agents"), ("create", "emailTemplates"), ("create", "licenses"), ("create", "teams")
+        ("create", "agents"), ("create", "emailTemplates"), ("create", "licenses"), ("create", "licenses"),
+        ("create", "teams"),
     ]  # fmt: skip
     assert {e.license_id for e in written} == {license.pk}
     assert all(e.author_type == author_type for e in written)
-    entries = {e.target: e for e in written}
-    assert entries["licenses"].changes["defaultTeamID"] == {
-        "before": None,
-        "after": str(license.default_team_id),
-    }
-    assert entries["licenses"].changes["defaultTemplateID"]["after"] == str(license.default_template_id)
-    assert entries["agents"].changes["teamIDs"]["after"] == [str(license.default_team_id)]
+    entries = {(e.target, e.object_id == str(license.pk)): e for e in written}
+    license_entry, subscription_entry = entries["licenses", True], entries["licenses", False]
+    assert license_entry.changes["defaultTeamID"] == {"before": None, "after": str(license.default_team_id)}
+    assert license_entry.changes["defaultTemplateID"]["after"] == str(license.default_template_id)
+    assert subscription_entry.changes["state"]["after"] == "active"
+    assert subscription_entry.changes["isTrial"]["after"] is True
+    assert "chargeInFlightID" not in subscription_entry.changes
+    assert entries["agents", False].changes["teamIDs"]["after"] == [str(license.default_team_id)]
 
 
 def test_it_audits_a_license_created_through_the_api(db):
@@ -613,3 +616,76 @@ def test_accepting_an_invitation_is_one_agent_update_with_the_invitees_ip_and_us
     assert (entry.author_type, entry.author_ip, entry.author_user_agent) == (
         HELPDESK_SYSTEM, "10.9.8.7", "invitee-browser/1.0"
     )  # fmt: skip
+
+
+# --- billing: subscriptions are recorded under `licenses` ---------------------------------------------------
+
+
+def test_a_charged_subscription_create_records_the_pending_and_the_paid_step(owner):
+    # when (the charge intent commits before the gateway call, by design: two durable steps, two entries)
+    with entries_written() as written:
+        response = owner.client.post(
+            "/v1/subscriptions", {"planCode": "hd-team1m", "quantity": 2}, format="json"
+        )
+    # then
+    assert response.status_code == 201, response.content
+    subscription_id = response.json()["subscriptionID"]
+    assert [(e.action, e.target, e.object_id) for e in written] == [
+        ("create", "licenses", subscription_id),
+        ("update", "licenses", subscription_id),
+    ]
+    created, paid = written
+    assert created.changes["state"] == {"before": None, "after": "pending"}
+    assert paid.changes["state"] == {"before": "pending", "after": "active"}
+    assert paid.entity_name == "hd-team1m × 2 (active)"
+    for entry in written:
+        assert_api_author(entry, owner)
+        assert not {"chargeInFlightID", "chargeInFlight"} & set(entry.changes)
+
+
+def test_subscription_update_cancel_and_reactivate_are_one_entry_each(owner):
+    # given
+    subscription_id = owner.client.post(
+        "/v1/subscriptions", {"planCode": "hd-team1m", "quantity": 2}, format="json"
+    ).json()["subscriptionID"]
+    path = f"/v1/subscriptions/{subscription_id}"
+    steps = [
+        (
+            lambda: owner.client.patch(path, {"quantity": 4}, format="json"),
+            {"quantity": {"before": 2, "after": 4}},
+        ),
+        (lambda: owner.client.post(f"{path}/cancel"), None),
+        (lambda: owner.client.post(f"{path}/reactivate"), None),
+    ]
+    for send, changes in steps:
+        # when
+        with entries_written() as written:
+            response = send()
+        # then
+        assert response.status_code == 200, response.content
+        entry = written.one()
+        assert (entry.action, entry.target, entry.object_id) == ("update", "licenses", subscription_id)
+        assert_api_author(entry, owner)
+        if changes is not None:
+            assert entry.changes == changes
+
+
+def test_renewals_are_authored_by_the_scheduled_task(owner):
+    import datetime
+
+    import time_machine
+
+    from billing.tasks import renew_subscriptions
+
+    # given a subscription whose period has ended
+    subscription_id = owner.client.post(
+        "/v1/subscriptions", {"planCode": "hd-team1m", "quantity": 2}, format="json"
+    ).json()["subscriptionID"]
+    # when the renewal task runs after the period
+    later = datetime.datetime.now(datetime.UTC) + datetime.timedelta(days=40)
+    with time_machine.travel(later, tick=False), entries_written() as written:
+        renew_subscriptions.apply()
+    # then every step it took is authored by the scheduled task
+    assert written and all(e.object_id == subscription_id for e in written)
+    assert all(e.author_type == SCHEDULED_TASK and e.author_ip == "" for e in written)
+    assert "currentPeriodStartedAt" in written[-1].changes

@@ -56,6 +56,22 @@ COVERED = {
     ("v1/licenses/<pk>/forwardingInstructions", "post"): "not audited: sends an e-mail, changes nothing",
     ("v1/templates/preview", "post"): "not audited: renders, writes nothing",
     ("v1/templates/sendTestMessage", "post"): "not audited: queues a test e-mail, changes no template",
+    (
+        "v1/subscriptions",
+        "post",
+    ): "test_audit_capture.test_a_charged_subscription_create_records_the_pending_and_the_paid_step",
+    (
+        "v1/subscriptions/<pk>",
+        "patch",
+    ): "test_audit_capture.test_subscription_update_cancel_and_reactivate_are_one_entry_each",
+    (
+        "v1/subscriptions/<pk>/cancel",
+        "post",
+    ): "test_audit_capture.test_subscription_update_cancel_and_reactivate_are_one_entry_each",
+    (
+        "v1/subscriptions/<pk>/reactivate",
+        "post",
+    ): "test_audit_capture.test_subscription_update_cancel_and_reactivate_are_one_entry_each",
     ("v1/invitations/accept", "post"): (
         "test_audit_capture.test_accepting_an_invitation_is_one_agent_update_with_the_invitees_ip_and_user_agent"
     ),

@@ -108,7 +108,7 @@ def test_an_outsider_sees_nothing_of_another_license(outsider, owner, history):
     ("params", "expected"),
     [
         ({"action": "update"}, ["update"]),
-        ({"action": "delete"}, ["delete"]),
+        ({"action": "delete", "target": "teams"}, ["delete"]),
         (
             {"target": "teams", "timeRange.from": str(DAY - datetime.timedelta(days=5))},
             ["delete", "update", "create"],
