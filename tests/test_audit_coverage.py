@@ -12,43 +12,43 @@ WRITE_METHODS = {"post", "put", "patch", "delete"}
 
 # (route, method) -> the test that asserts its entry, or "not audited: <reason>".
 COVERED = {
-    ("v1/agents", "post"): "test_audit_capture.test_it_audits_an_agent_created_through_the_api",
-    ("v1/agents", "patch"): "test_audit_capture.test_a_bulk_update_of_five_agents_is_five_entries",
+    ("v1/agents", "post"): "test_audit_api_writes.test_it_audits_an_agent_created_through_the_api",
+    ("v1/agents", "patch"): "test_audit_api_writes.test_a_bulk_update_of_five_agents_is_five_entries",
     (
         "v1/agents/<pk>",
         "patch",
-    ): "test_audit_capture.test_a_patch_of_fields_and_memberships_is_one_update_entry",
-    ("v1/agents/<pk>", "delete"): "test_audit_capture.test_it_audits_an_agent_deleted_through_the_api",
+    ): "test_audit_api_writes.test_a_patch_of_fields_and_memberships_is_one_update_entry",
+    ("v1/agents/<pk>", "delete"): "test_audit_api_writes.test_it_audits_an_agent_deleted_through_the_api",
     (
         "v1/teams",
         "post",
-    ): "test_audit_capture.test_it_audits_team_creation_update_bulk_update_and_deletion_through_the_api",
+    ): "test_audit_api_writes.test_it_audits_team_creation_update_bulk_update_and_deletion_through_the_api",
     (
         "v1/teams",
         "patch",
-    ): "test_audit_capture.test_it_audits_team_creation_update_bulk_update_and_deletion_through_the_api",
+    ): "test_audit_api_writes.test_it_audits_team_creation_update_bulk_update_and_deletion_through_the_api",
     (
         "v1/teams/<pk>",
         "patch",
-    ): "test_audit_capture.test_it_audits_team_creation_update_bulk_update_and_deletion_through_the_api",
+    ): "test_audit_api_writes.test_it_audits_team_creation_update_bulk_update_and_deletion_through_the_api",
     (
         "v1/teams/<pk>",
         "delete",
-    ): "test_audit_capture.test_it_audits_team_creation_update_bulk_update_and_deletion_through_the_api",
-    ("v1/licenses/<pk>", "patch"): "test_audit_capture.test_it_audits_a_license_update_through_the_api",
-    ("v1/licenses", "post"): "test_audit_capture.test_it_audits_a_license_created_through_the_api",
+    ): "test_audit_api_writes.test_it_audits_team_creation_update_bulk_update_and_deletion_through_the_api",
+    ("v1/licenses/<pk>", "patch"): "test_audit_api_writes.test_it_audits_a_license_update_through_the_api",
+    ("v1/licenses", "post"): "test_audit_api_writes.test_it_audits_a_license_created_through_the_api",
     (
         "v1/templates",
         "post",
-    ): "test_audit_capture.test_template_writes_through_the_api_are_audited_as_email_templates",
+    ): "test_audit_api_writes.test_template_writes_through_the_api_are_audited_as_email_templates",
     (
         "v1/templates/<pk>",
         "patch",
-    ): "test_audit_capture.test_template_writes_through_the_api_are_audited_as_email_templates",
+    ): "test_audit_api_writes.test_template_writes_through_the_api_are_audited_as_email_templates",
     (
         "v1/templates/<pk>",
         "delete",
-    ): "test_audit_capture.test_template_writes_through_the_api_are_audited_as_email_templates",
+    ): "test_audit_api_writes.test_template_writes_through_the_api_are_audited_as_email_templates",
     (
         "v1/agents/<pk>/invite",
         "post",
@@ -59,21 +59,21 @@ COVERED = {
     (
         "v1/subscriptions",
         "post",
-    ): "test_audit_capture.test_a_charged_subscription_create_records_the_pending_and_the_paid_step",
+    ): "test_audit_api_writes.test_a_charged_subscription_create_records_the_pending_and_the_paid_step",
     (
         "v1/subscriptions/<pk>",
         "patch",
-    ): "test_audit_capture.test_subscription_update_cancel_and_reactivate_are_one_entry_each",
+    ): "test_audit_api_writes.test_subscription_update_cancel_and_reactivate_are_one_entry_each",
     (
         "v1/subscriptions/<pk>/cancel",
         "post",
-    ): "test_audit_capture.test_subscription_update_cancel_and_reactivate_are_one_entry_each",
+    ): "test_audit_api_writes.test_subscription_update_cancel_and_reactivate_are_one_entry_each",
     (
         "v1/subscriptions/<pk>/reactivate",
         "post",
-    ): "test_audit_capture.test_subscription_update_cancel_and_reactivate_are_one_entry_each",
+    ): "test_audit_api_writes.test_subscription_update_cancel_and_reactivate_are_one_entry_each",
     ("v1/invitations/accept", "post"): (
-        "test_audit_capture.test_accepting_an_invitation_is_one_agent_update_with_the_invitees_ip_and_user_agent"
+        "test_audit_api_writes.test_accepting_an_invitation_is_one_agent_update_with_the_invitees_ip_and_user_agent"
     ),
 }
 
