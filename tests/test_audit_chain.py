@@ -246,3 +246,16 @@ def _wait_for_a_lock_wait():
                 return
             threading.Event().wait(0.01)
     raise AssertionError("the second writer never waited for the first one's lock")
+
+
+def test_the_chain_is_keyed_so_a_rewrite_without_the_key_does_not_verify(license, settings):
+    # given a chain written with one key
+    settings.AUDIT_HASH_KEY = "kept-outside-the-database"
+    services.team_create(license=license, name="Keyed")
+    keyed = AuditEntry.objects.filter(license=license).order_by("seq").last()
+    # then its hash is not the one anybody could compute without the key
+    settings.AUDIT_HASH_KEY = ""
+    assert chain.entry_hash(keyed) != keyed.hash
+    assert not chain.verify(license.pk).ok
+    settings.AUDIT_HASH_KEY = "kept-outside-the-database"
+    assert chain.entry_hash(keyed) == keyed.hash
