@@ -50,7 +50,7 @@ def entry_hash(entry: AuditEntry) -> str:
     return hmac.new(key, canonical(entry), hashlib.sha256).hexdigest()
 
 
-def _locked_head(license_id: int) -> AuditChainHead:
+def locked_head(license_id: int) -> AuditChainHead:
     # ON CONFLICT DO NOTHING: two first writers of a license do not fail, the second waits for the first.
     AuditChainHead.objects.bulk_create([AuditChainHead(license_id=license_id)], ignore_conflicts=True)
     return AuditChainHead.objects.select_for_update().get(license_id=license_id)
@@ -64,7 +64,7 @@ def append(entries: Iterable[AuditEntry]) -> list[AuditEntry]:
     written = []
     with transaction.atomic(savepoint=False):
         for license_id in sorted(by_license):  # one lock order everywhere: no deadlocks between writers
-            head = _locked_head(license_id)
+            head = locked_head(license_id)
             # Stamped under the lock, so createdAt order is chain order (also within one transaction).
             now = timezone.now()
             for offset, entry in enumerate(by_license[license_id]):

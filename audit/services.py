@@ -9,7 +9,7 @@ from django.conf import settings
 from django.db import connection, models, transaction
 from django.utils import timezone
 
-from audit.chain import _locked_head
+from audit.chain import locked_head
 from audit.models import AuditChainHead, AuditEntry
 
 
@@ -35,7 +35,7 @@ def audit_entries_purge(*, now: datetime.datetime | None = None, batch_size: int
 
 @transaction.atomic
 def _purge_batch(license_id: int, cutoff: datetime.datetime, batch_size: int) -> int:
-    _locked_head(license_id)
+    locked_head(license_id)
     old = AuditEntry.objects.filter(license_id=license_id, created_at__lt=cutoff).order_by("seq")
     last = old.values("seq", "hash")[batch_size - 1 : batch_size].first() or old.values("seq", "hash").last()
     if last is None:
