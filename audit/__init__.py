@@ -1,0 +1,8 @@
+"""The audit log: who changed what in a license, when, from where, and each field's before and after.
+
+- registry.py / registrations.py: which models are audited (one `register()` line each).
+- capture.py: signal receivers; one entry per changed object, written before the outermost atomic commits.
+- chain.py: the per-license hash chain (append under a row lock; verify), `verify_audit_chain` command.
+- models.py: append-only `AuditEntry` (and a PostgreSQL trigger), `AuditChainHead`.
+- api/, filters.py: `GET /v1/auditLog` for owners. services.py/tasks.py: retention (default: forever).
+"""

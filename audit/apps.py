@@ -4,3 +4,8 @@ from django.apps import AppConfig
 class AuditConfig(AppConfig):
     name = "audit"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self):
+        from audit import capture, registrations  # noqa: F401  (connects the receivers, registers the models)
+
+        capture.install()

@@ -233,9 +233,13 @@ def _apply_change(subscription: Subscription, change: dict) -> None:
 
 
 def _expire_replaced_trial(subscription: Subscription, now) -> None:
-    Subscription.objects.for_license(subscription.license_id).filter(
+    # One save per row (never QuerySet.update): each expiry is an audited change.
+    trials = Subscription.objects.for_license(subscription.license_id).filter(
         is_trial=True, state__in=[ACTIVE, CANCELED]
-    ).exclude(pk=subscription.pk).update(state=EXPIRED, expires_at=now, updated_at=now)
+    )
+    for trial in trials.exclude(pk=subscription.pk):
+        trial.state, trial.expires_at, trial.updated_at = EXPIRED, now, now
+        trial.save(update_fields=["state", "expires_at", "updated_at"])
 
 
 def _apply_paid(subscription: Subscription, charge: Charge, now) -> int:

@@ -8,6 +8,7 @@ import secrets
 from pathlib import Path
 
 import dj_database_url
+from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
 from helpdesk.env import env_bool, env_int, env_list, env_str
@@ -63,6 +64,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "audit.middleware.AdminActorMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -191,6 +193,16 @@ HELPDESK_INVITATION_MAX_AGE_DAYS = env_int("HELPDESK_INVITATION_MAX_AGE_DAYS", 7
 CELERY_BEAT_SCHEDULE["requeue-stale-messages"] = {
     "task": "templates_app.tasks.requeue_stale_messages",
     "schedule": 600.0,
+}
+
+# --- The audit log (audit/): kept forever unless AUDIT_RETENTION_DAYS > 0; AUDIT_HASH_KEY keys its hash chain
+# (keep it out of the database and never change it, or older entries no longer verify).
+AUDIT_RETENTION_DAYS = env_int("AUDIT_RETENTION_DAYS", 0)
+AUDIT_HASH_KEY = env_str("AUDIT_HASH_KEY")
+# Daily at 03:30 UTC: purge audit entries older than AUDIT_RETENTION_DAYS (does nothing when it is 0).
+CELERY_BEAT_SCHEDULE["purge-expired-audit-entries"] = {
+    "task": "audit.tasks.purge_expired_audit_entries",
+    "schedule": crontab(hour=3, minute=30),
 }
 
 # --- The API.

@@ -1,0 +1,324 @@
+"""Capture: signal receivers collect the changes of audited objects; one entry per changed object is written
+just before the outermost atomic block closes, inside the same transaction.
+
+Why deferred: one logical change fires several signals (a PATCH saves the agent and then sets two m2m
+relations; `license_create` saves the license twice), and they must become exactly one entry. So the first
+signal for an object in a transaction snapshots its state before the change (its fields, read from the
+database with the row locked; a relation when it first changes), and at the end of the outermost atomic
+block the object's state is read again: the difference is the entry (`create` when there was no row before, `delete` when there is none after,
+`update` when a field differs, nothing when nothing differs). Reading the "after" state from the database
+also makes rolled-back savepoints come out right without tracking them.
+
+Django has no pre-commit hook, so `install()` wraps `Atomic.__exit__`: on the successful exit of the
+outermost block (a test case's wrapping blocks do not count, the same rule Django applies to `durable`) it
+writes the pending entries before the commit; on an exception it drops them with the rollback. A change
+made outside any atomic block (autocommit) is written right after its statement.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import decimal
+import json
+import uuid
+
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db.models.signals import m2m_changed, post_delete, post_save, pre_delete, pre_save
+
+from audit.models import ACTION_CREATE, ACTION_DELETE, ACTION_UPDATE, AuditEntry
+from audit.registry import M2M_INDEX, REDACTED, REGISTRY, Audited
+from helpdesk.context import Actor, current_actor
+
+
+def jsonable(value):
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, datetime.datetime | datetime.date | datetime.time):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    # Through JSON and back, so the stored value hashes the same after the database returns it.
+    return json.loads(json.dumps(value, default=str))
+
+
+@dataclasses.dataclass
+class Snapshot:
+    """An object's audited state: None for `fields` when the row does not exist."""
+
+    fields: dict | None
+    secrets: dict
+    m2m: dict
+    entity_name: str
+    license_id: int | None
+
+
+def _snapshot(audited: Audited, obj, accessors=None) -> Snapshot:
+    """`accessors`: the m2m relations to read (default: all)."""
+    if obj is None:
+        return Snapshot(None, {}, {}, "", None)
+    fields = {name: jsonable(getattr(obj, attname)) for attname, name in audited.fields.items()}
+    secrets = {name: getattr(obj, attname) for attname, name in audited.secrets.items()}
+    accessors = audited.m2m if accessors is None else accessors
+    m2m = {audited.m2m[accessor]: _related(obj, accessor) for accessor in accessors}
+    return Snapshot(fields, secrets, m2m, str(obj)[:255], audited.license_of(obj))
+
+
+def _related(obj, accessor) -> list[str]:
+    return sorted(str(pk) for pk in _related_pks(obj, accessor))
+
+
+def _related_pks(obj, accessor):
+    manager = getattr(obj, accessor)
+    cache = getattr(obj, "_prefetched_objects_cache", {})
+    name = manager.prefetch_cache_name
+    if name in cache:
+        return [related.pk for related in cache[name]]
+    return manager.values_list("pk", flat=True)
+
+
+def _load(audited: Audited, pks, *, prefetch: bool = False, lock: bool = False) -> dict:
+    queryset = audited.model._base_manager.filter(pk__in=pks)
+    if lock:
+        queryset = queryset.select_for_update().order_by("pk")
+    if prefetch and audited.m2m:
+        queryset = queryset.prefetch_related(*audited.m2m)
+    return {obj.pk: obj for obj in queryset}
+
+
+@dataclasses.dataclass
+class Pending:
+    audited: Audited
+    pk: object
+    before: Snapshot
+    actor: Actor  # who made the first change (the whole entry is theirs)
+
+
+def _state(connection) -> dict:
+    # Per connection, hence per thread: {(model, pk): Pending}, in order of first change.
+    if not hasattr(connection, "audit_pending"):
+        connection.audit_pending = {}
+    return connection.audit_pending
+
+
+def _in_logical_block(connection) -> bool:
+    return any(not getattr(block, "_from_testcase", False) for block in connection.atomic_blocks)
+
+
+def touch(
+    instance,
+    using: str | None = None,
+    *,
+    created: bool = False,
+    accessor: str | None = None,
+    full: bool = False,
+) -> None:
+    """Note that an audited object is about to change: snapshot its fields on its first change in the
+    transaction, and a relation on that relation's first change (`accessor`; `full`: all of them, for a
+    delete). A relation never snapshotted did not change (its changes always pass through here first).
+
+    `created`: the row was just inserted (an auto-increment key is unknown before the insert).
+    """
+    audited = REGISTRY.get(type(instance))
+    if audited is None or instance.pk is None:
+        return
+    connection = connections[using or DEFAULT_DB_ALIAS]
+    pending = _state(connection)
+    key = (audited.model, instance.pk)
+    if key in pending:
+        before = pending[key].before
+        if accessor is not None and before.fields is not None and audited.m2m[accessor] not in before.m2m:
+            before.m2m[audited.m2m[accessor]] = sorted(
+                str(pk) for pk in getattr(instance, accessor).values_list("pk", flat=True)
+            )
+        return
+    # Locked: the row is about to be written anyway, and a concurrent writer must not slip in between this
+    # "before" and our change (the diff would then hide their change).
+    lock = connection.in_atomic_block and connection.features.has_select_for_update
+    existing = None if created else _load(audited, [instance.pk], lock=lock).get(instance.pk)
+    before = _snapshot(audited, existing, None if full else [accessor] if accessor else [])
+    pending[key] = Pending(audited, instance.pk, before, current_actor())
+
+
+def changed(using: str | None = None) -> None:
+    """After a statement: outside any atomic block (autocommit), write now."""
+    connection = connections[using or DEFAULT_DB_ALIAS]
+    if not _in_logical_block(connection):
+        with transaction.atomic(using=connection.alias):
+            flush(connection)
+
+
+def _diff(audited: Audited, before: Snapshot, after: Snapshot) -> dict:
+    whole = before.fields is None or after.fields is None
+    old = {**(before.fields or {}), **before.m2m}
+    new = {**(after.fields or {}), **{k: v for k, v in after.m2m.items() if whole or k in before.m2m}}
+    changes = {}
+    for name in {**old, **new}:
+        if before.fields is None or after.fields is None or old.get(name) != new.get(name):
+            changes[name] = {"before": old.get(name), "after": new.get(name)}
+    if before.fields is not None and after.fields is not None:
+        for name in audited.secrets.values():
+            if before.secrets.get(name) != after.secrets.get(name):
+                changes[name] = {"before": REDACTED, "after": REDACTED}
+    if before.fields is None or after.fields is None:
+        # A whole object appears or disappears: one side is null, empty values are left out.
+        changes = {k: v for k, v in changes.items() if v["before"] not in (None, "", [], {})
+                   or v["after"] not in (None, "", [], {})}  # fmt: skip
+    return changes
+
+
+def _entries(pending: list[Pending]) -> list[AuditEntry]:
+    loaded: dict = {}
+    for item in pending:
+        loaded.setdefault(item.audited, set()).add(item.pk)
+    current = {audited: _load(audited, pks, prefetch=True) for audited, pks in loaded.items()}
+    entries = []
+    for item in pending:
+        audited = item.audited
+        after = _snapshot(audited, current[audited].get(item.pk))
+        before = item.before
+        if before.fields is None and after.fields is None:
+            continue  # created and removed within one transaction, or its creation rolled back
+        if before.fields is None:
+            action, named = ACTION_CREATE, after
+        elif after.fields is None:
+            action, named = ACTION_DELETE, before
+        else:
+            action, named = ACTION_UPDATE, after
+        changes = _diff(audited, before, after)
+        if action == ACTION_UPDATE and not changes:
+            continue
+        actor = item.actor
+        entries.append(
+            AuditEntry(
+                license_id=named.license_id,
+                action=action,
+                target=audited.target,
+                object_id=str(item.pk),
+                entity_name=named.entity_name,
+                author_type=actor.type,
+                author_id=actor.id,
+                author_email=actor.email or "",
+                author_ip=actor.ip or "",
+                author_user_agent=(actor.user_agent or "")[:512],
+                changes=jsonable(changes),
+            )
+        )
+    return entries
+
+
+def flush(connection) -> list[AuditEntry]:
+    from audit.chain import append
+
+    pending = list(_state(connection).values())
+    connection.audit_pending = {}
+    if not pending:
+        return []
+    return append(_entries(pending))
+
+
+def discard(connection) -> None:
+    connection.audit_pending = {}
+
+
+# --- receivers (connected per audited model, so other models keep Django's fast deletes) ---------------------
+
+
+def _pre_save(sender, instance, raw=False, using=None, **kwargs):
+    if not raw:
+        touch(instance, using)
+
+
+def _post_save(sender, instance, created=False, raw=False, using=None, **kwargs):
+    if not raw:
+        touch(instance, using, created=created)
+        changed(using)
+
+
+def _pre_delete(sender, instance, using=None, **kwargs):
+    touch(instance, using, full=True)
+
+
+def _post_delete(sender, instance, using=None, **kwargs):
+    changed(using)
+
+
+def _m2m_changed(sender, instance, action, reverse, model, pk_set, using=None, **kwargs):
+    """A relation changed: it belongs to the diff of the side it was changed from when that side is audited
+    with it (`agent.teams.set()` -> the agent), else to each object on the other side (`team.agents.add()`
+    -> each agent whose teamIDs changed). Never both: one change, one entry."""
+    if not action.startswith("pre_"):
+        changed(using)
+        return
+    owner = M2M_INDEX.get((sender, reverse))
+    if owner is not None and owner[0] is type(instance):
+        touch(instance, using, accessor=owner[1])
+        return
+    other = M2M_INDEX.get((sender, not reverse))
+    if other is None or other[0] is not model:
+        return
+    if pk_set is None:  # clear(): everything related now
+        related = _related_via(sender, instance, model)
+    else:
+        related = model._base_manager.filter(pk__in=pk_set)
+    for obj in related.order_by("pk"):  # one lock order
+        touch(obj, using, accessor=other[1])
+
+
+def _related_via(through, instance, model):
+    fields = [field for field in through._meta.concrete_fields if field.is_relation]
+    source = next(field for field in fields if field.related_model is type(instance))
+    target = next(field for field in fields if field.related_model is model)
+    pks = through._base_manager.filter(**{source.attname: instance.pk}).values_list(target.attname, flat=True)
+    return model._base_manager.filter(pk__in=list(pks))
+
+
+def watch(audited: Audited) -> None:
+    """Connect the receivers for one registered model (and the through models of its m2m relations)."""
+    model = audited.model
+    label = model._meta.label_lower
+    for signal, handler in ((pre_save, _pre_save), (post_save, _post_save), (pre_delete, _pre_delete),
+                            (post_delete, _post_delete)):  # fmt: skip
+        signal.connect(handler, sender=model, weak=False, dispatch_uid=f"audit{handler.__name__}_{label}")
+    for through, _reverse in list(M2M_INDEX):
+        m2m_changed.connect(
+            _m2m_changed, sender=through, weak=False, dispatch_uid=f"audit_m2m_{through._meta.label_lower}"
+        )
+
+
+# --- the pre-commit hook ----------------------------------------------------------------------------------
+
+
+def install() -> None:
+    """Wrap `Atomic.__exit__` once so the outermost block writes its pending entries before it commits."""
+    atomic_class = transaction.Atomic
+    if getattr(atomic_class, "_audit_installed", False):
+        return
+    original_exit = atomic_class.__exit__
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        connection = transaction.get_connection(self.using)
+        outermost = (
+            not getattr(self, "_from_testcase", False)
+            and connection.atomic_blocks
+            and connection.atomic_blocks[-1] is self
+            and not _in_logical_block_below(connection)
+        )
+        if outermost and getattr(connection, "audit_pending", None):
+            if exc_type is None and not connection.needs_rollback:
+                try:
+                    flush(connection)
+                except Exception as error:  # roll the change back with its entry
+                    discard(connection)
+                    original_exit(self, type(error), error, error.__traceback__)
+                    raise
+            else:
+                discard(connection)
+        return original_exit(self, exc_type, exc_value, traceback)
+
+    atomic_class.__exit__ = __exit__
+    atomic_class._audit_installed = True
+
+
+def _in_logical_block_below(connection) -> bool:
+    return any(not getattr(block, "_from_testcase", False) for block in connection.atomic_blocks[:-1])

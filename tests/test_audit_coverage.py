@@ -1,0 +1,111 @@
+"""Every API write route is either covered by an audit test or listed with the reason it writes no entry.
+
+A new write route (another app's viewset) fails this test until it is added below: register its model in
+audit/registrations.py and add a test asserting its one entry, or say why it changes nothing audited.
+"""
+
+import re
+
+from tests.test_tenancy import _api_patterns
+
+WRITE_METHODS = {"post", "put", "patch", "delete"}
+
+# (route, method) -> the test that asserts its entry, or "not audited: <reason>".
+COVERED = {
+    ("v1/agents", "post"): "test_audit_api_writes.test_it_audits_an_agent_created_through_the_api",
+    ("v1/agents", "patch"): "test_audit_api_writes.test_a_bulk_update_of_five_agents_is_five_entries",
+    (
+        "v1/agents/<pk>",
+        "patch",
+    ): "test_audit_api_writes.test_a_patch_of_fields_and_memberships_is_one_update_entry",
+    ("v1/agents/<pk>", "delete"): "test_audit_api_writes.test_it_audits_an_agent_deleted_through_the_api",
+    (
+        "v1/teams",
+        "post",
+    ): "test_audit_api_writes.test_it_audits_team_creation_update_bulk_update_and_deletion_through_the_api",
+    (
+        "v1/teams",
+        "patch",
+    ): "test_audit_api_writes.test_it_audits_team_creation_update_bulk_update_and_deletion_through_the_api",
+    (
+        "v1/teams/<pk>",
+        "patch",
+    ): "test_audit_api_writes.test_it_audits_team_creation_update_bulk_update_and_deletion_through_the_api",
+    (
+        "v1/teams/<pk>",
+        "delete",
+    ): "test_audit_api_writes.test_it_audits_team_creation_update_bulk_update_and_deletion_through_the_api",
+    ("v1/licenses/<pk>", "patch"): "test_audit_api_writes.test_it_audits_a_license_update_through_the_api",
+    ("v1/licenses", "post"): "test_audit_api_writes.test_it_audits_a_license_created_through_the_api",
+    (
+        "v1/templates",
+        "post",
+    ): "test_audit_api_writes.test_template_writes_through_the_api_are_audited_as_email_templates",
+    (
+        "v1/templates/<pk>",
+        "patch",
+    ): "test_audit_api_writes.test_template_writes_through_the_api_are_audited_as_email_templates",
+    (
+        "v1/templates/<pk>",
+        "delete",
+    ): "test_audit_api_writes.test_template_writes_through_the_api_are_audited_as_email_templates",
+    (
+        "v1/agents/<pk>/invite",
+        "post",
+    ): "not audited: a new invitation link and e-mail; the agent does not change",
+    ("v1/licenses/<pk>/forwardingInstructions", "post"): "not audited: sends an e-mail, changes nothing",
+    ("v1/templates/preview", "post"): "not audited: renders, writes nothing",
+    ("v1/templates/sendTestMessage", "post"): "not audited: queues a test e-mail, changes no template",
+    (
+        "v1/subscriptions",
+        "post",
+    ): "test_audit_api_writes.test_a_charged_subscription_create_records_the_pending_and_the_paid_step",
+    (
+        "v1/subscriptions/<pk>",
+        "patch",
+    ): "test_audit_api_writes.test_subscription_update_cancel_and_reactivate_are_one_entry_each",
+    (
+        "v1/subscriptions/<pk>/cancel",
+        "post",
+    ): "test_audit_api_writes.test_subscription_update_cancel_and_reactivate_are_one_entry_each",
+    (
+        "v1/subscriptions/<pk>/reactivate",
+        "post",
+    ): "test_audit_api_writes.test_subscription_update_cancel_and_reactivate_are_one_entry_each",
+    ("v1/invitations/accept", "post"): (
+        "test_audit_api_writes.test_accepting_an_invitation_is_one_agent_update_with_the_invitees_ip_and_user_agent"
+    ),
+}
+
+
+def _normalise(route: str) -> str:
+    route = re.sub(r"\(\?P<\w+>[^)]*\)", "<pk>", route)
+    return route.replace("^", "").replace("$", "").replace("\\", "")
+
+
+def _write_routes():
+    """(route, method) of every API write: viewset actions and plain API views alike."""
+    for route, pattern in _api_patterns():
+        cls = getattr(pattern.callback, "cls", None)
+        if cls is None:
+            continue
+        actions = getattr(pattern.callback, "actions", None)
+        methods = actions if actions else [m for m in WRITE_METHODS if hasattr(cls, m)]
+        for method in methods:
+            if method in WRITE_METHODS:
+                yield _normalise(route), method
+
+
+def test_every_api_write_route_is_covered_by_an_audit_test():
+    missing = sorted(set(_write_routes()) - set(COVERED))
+    assert not missing, f"write routes without an audit test or a reason: {missing}"
+
+
+def test_every_listed_test_exists():
+    import importlib
+
+    for reason in COVERED.values():
+        if reason.startswith("not audited:"):
+            continue
+        module, name = reason.split(".")
+        assert hasattr(importlib.import_module(f"tests.{module}"), name), reason
