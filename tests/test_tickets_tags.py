@@ -44,3 +44,27 @@ def test_a_viewer_reads_but_cannot_write(viewer, agent):
 def test_an_outsider_sees_no_tags(owner, outsider):
     TagFactory(license=owner.license)
     assert outsider.client.get("/v1/tags").json() == []
+
+
+def test_tag_writes_through_the_api_are_audited(owner):
+    from tests.audit_helpers import assert_api_author, entries_written
+
+    # create
+    with entries_written() as written:
+        tag_id = owner.client.post("/v1/tags", {"name": "vip"}, format="json").json()["ID"]
+    entry = written.one()
+    assert (entry.action, entry.target, entry.object_id, entry.entity_name) == (
+        "create",
+        "tags",
+        tag_id,
+        "vip",
+    )
+    assert_api_author(entry, owner)
+    # update
+    with entries_written() as written:
+        owner.client.patch(f"/v1/tags/{tag_id}", {"name": "VIP"}, format="json")
+    assert written.one().changes["name"] == {"before": "vip", "after": "VIP"}
+    # delete
+    with entries_written() as written:
+        owner.client.delete(f"/v1/tags/{tag_id}")
+    assert (written.one().action, written.one().target) == ("delete", "tags")
