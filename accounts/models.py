@@ -226,7 +226,7 @@ class Agent(LicenseOwned, Stamped):
         max_length=10, choices=[(STATUS_ACTIVE, "active"), (STATUS_INVITED, "invited")], default=STATUS_ACTIVE
     )
     avatar = models.CharField(max_length=500, blank=True)
-    job_title = models.CharField(max_length=200, null=True, blank=True)
+    job_title = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001 (the spec's jobTitle is nullable)
     flags = models.JSONField(default=default_agent_flags)
     settings = models.JSONField(default=default_agent_settings)
     autoassignment = models.BooleanField(default=False)
@@ -266,6 +266,9 @@ class TeamMembership(models.Model):
         constraints = [models.UniqueConstraint("team", "agent", name="team_membership_unique")]
         indexes = [models.Index(fields=["agent", "team"], name="team_membership_agent")]
 
+    def __str__(self):
+        return f"{self.agent_id} in {self.team_id}"
+
 
 class AutoassignmentMembership(models.Model):
     """An agent may be auto-assigned tickets of a team (agent autoassignmentTeamIDs = team autoassignmentAgentIDs)."""
@@ -277,6 +280,9 @@ class AutoassignmentMembership(models.Model):
         constraints = [models.UniqueConstraint("team", "agent", name="autoassignment_membership_unique")]
         indexes = [models.Index(fields=["agent", "team"], name="autoassign_agent")]
 
+    def __str__(self):
+        return f"{self.agent_id} auto-assigned from {self.team_id}"
+
 
 class AttachmentTransaction(LicenseOwned):
     """An upload session: files are posted to it, then its ID is sent with the write that uses them.
@@ -286,9 +292,14 @@ class AttachmentTransaction(LicenseOwned):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     created_at = models.DateTimeField(default=timezone.now)
-    created_by = models.ForeignKey(Account, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_by = models.ForeignKey(
+        Account, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     bound_type = models.CharField(max_length=30, blank=True)  # "ticket", "agent", "template"
     bound_id = models.UUIDField(null=True, blank=True)
+
+    def __str__(self):
+        return f"transaction {self.pk}"
 
 
 def attachment_path(instance, filename):
@@ -299,7 +310,9 @@ class Attachment(LicenseOwned):
     """A stored file (through Django's storage API), with the spec's url/cid/name/type/sha256/token/size."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    transaction = models.ForeignKey(AttachmentTransaction, on_delete=models.CASCADE, related_name="attachments")
+    transaction = models.ForeignKey(
+        AttachmentTransaction, on_delete=models.CASCADE, related_name="attachments"
+    )
     file = models.FileField(upload_to=attachment_path, max_length=500)
     name = models.CharField(max_length=255)
     content_type = models.CharField(max_length=255)

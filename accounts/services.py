@@ -62,7 +62,9 @@ def account_get_or_create(*, email: str, name: str = "") -> Account:
     return account
 
 
-def token_issue(*, account: Account, name: str = "", scopes: list[str] | None = None) -> tuple[PersonalAccessToken, str]:
+def token_issue(
+    *, account: Account, name: str = "", scopes: list[str] | None = None
+) -> tuple[PersonalAccessToken, str]:
     """Create a token; the plaintext is returned once and never stored."""
     plaintext = settings.HELPDESK_TOKEN_PREFIX + secrets.token_urlsafe(30)  # 240 bits
     token = PersonalAccessToken.objects.create(
@@ -208,7 +210,9 @@ def teams_bulk_update(*, license: License, teams: list[Team], fields: dict) -> l
 def team_delete(*, team: Team) -> None:
     license = License.objects.select_for_update().get(pk=team.license_id)
     if license.default_team_id == team.pk:
-        raise Conflict("The default team cannot be deleted; make another team the default first.", code="default_team")
+        raise Conflict(
+            "The default team cannot be deleted; make another team the default first.", code="default_team"
+        )
     team.delete()
 
 
@@ -232,7 +236,9 @@ def _apply_agent_fields(agent: Agent, fields: dict) -> None:
 def _active_owner_ids(license: License) -> set:
     return {
         pk
-        for pk, roles in Agent.objects.for_license(license).filter(status=STATUS_ACTIVE).values_list("id", "roles")
+        for pk, roles in Agent.objects.for_license(license)
+        .filter(status=STATUS_ACTIVE)
+        .values_list("id", "roles")
         if ROLE_OWNER in roles
     }
 

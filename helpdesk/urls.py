@@ -2,6 +2,8 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularRedocView
 
+import helpdesk.api.schema  # noqa: F401  (registers the OpenAPI authentication extension)
+
 handler404 = "helpdesk.api.errors.handler404"
 handler500 = "helpdesk.api.errors.handler500"
 

@@ -19,7 +19,9 @@ class Template(LicenseOwned, Stamped):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     name = models.CharField(max_length=200)
     content = models.JSONField(default=default_content)
-    type = models.CharField(max_length=10, choices=[(TYPE_HTML, "html"), (TYPE_VISUAL, "visual")], default=TYPE_HTML)
+    type = models.CharField(
+        max_length=10, choices=[(TYPE_HTML, "html"), (TYPE_VISUAL, "visual")], default=TYPE_HTML
+    )
     attachments = models.ManyToManyField("accounts.Attachment", blank=True, related_name="+")
 
     class Meta:

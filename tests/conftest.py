@@ -59,7 +59,7 @@ def license(db):
 
 @pytest.fixture
 def owner(license):
-    return make_persona(license.agents.get())
+    return make_persona(license.agents.order_by("created_at").first())
 
 
 @pytest.fixture

@@ -8,6 +8,8 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from helpdesk.api.tenancy import LicenseScopedViewSet
 from tests.route_objects import ROUTE_OBJECTS
 
+_LOOKUP = re.compile(r"\(\?P<\w+>[^)]*\)|<(?:\w+:)?\w+>")
+
 # Views that are not license-owned data and say why.
 NOT_LICENSE_SCOPED = {
     "LicenseViewSet": "the license is the tenant itself; get_object() allows only request.license",
@@ -42,20 +44,21 @@ def test_every_viewset_derives_from_the_tenancy_base_class():
 
 
 def _detail_routes():
-    for route, pattern, cls, actions in _viewset_routes():
-        if "<pk>" not in route and "(?P<pk>" not in route:
+    for route, pattern, _cls, actions in _viewset_routes():
+        if not _LOOKUP.search(route):
             continue
-        basename = pattern.name.rsplit("-", 1)[0] if pattern.name.endswith("-detail") else pattern.name.split("-")[0]
-        for method, action in actions.items():
+        basename = (
+            pattern.name.rsplit("-", 1)[0] if pattern.name.endswith("-detail") else pattern.name.split("-")[0]
+        )
+        for method in actions:
             if method in ("head", "options"):
                 continue
             yield pytest.param(route, basename, method, id=f"{method.upper()} {route}")
 
 
 def _path(route: str, pk) -> str:
-    path = re.sub(r"\(\?P<pk>[^)]*\)", str(pk), route)
-    path = path.replace("<pk>", str(pk))
-    return "/" + path.lstrip("^").rstrip("$").replace("\\", "")
+    path = _LOOKUP.sub(str(pk), route)
+    return "/" + path.replace("^", "").replace("$", "").replace("\\", "")
 
 
 @pytest.mark.parametrize(("route", "basename", "method"), list(_detail_routes()))

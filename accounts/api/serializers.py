@@ -40,7 +40,12 @@ class LicenseSettingsSerializer(StrictSerializer):
 
 
 class LicenseSourceSerializer(StrictSerializer):
-    locals().update({name: StrictCharField(required=False, allow_blank=True, max_length=2000) for name in LICENSE_SOURCE_FIELDS})
+    locals().update(
+        {
+            name: StrictCharField(required=False, allow_blank=True, max_length=2000)
+            for name in LICENSE_SOURCE_FIELDS
+        }
+    )
 
 
 class LicenseFlagsSerializer(serializers.Serializer):
@@ -56,7 +61,9 @@ class LicenseSerializer(StampedOutputSerializer):
     flags = LicenseFlagsSerializer(read_only=True)
     settings = LicenseSettingsSerializer(read_only=True)
     source = LicenseSourceSerializer(read_only=True)
-    detectedLanguages = serializers.ListField(source="detected_languages", child=serializers.CharField(), read_only=True)
+    detectedLanguages = serializers.ListField(
+        source="detected_languages", child=serializers.CharField(), read_only=True
+    )
 
     class Meta:
         fields = [
@@ -207,10 +214,14 @@ class AgentWriteSerializer(StrictSerializer):
     """Fields of the spec's create and update agent bodies (both optional here; create adds required ones)."""
 
     name = StrictCharField(required=False, allow_blank=True, max_length=200)
-    roles = StrictListField(child=serializers.ChoiceField(choices=ROLES), min_length=1, unique=True, required=False)
+    roles = StrictListField(
+        child=serializers.ChoiceField(choices=ROLES), min_length=1, unique=True, required=False
+    )
     teamIDs = licensed_ids(Team.objects, source="teams", required=False)
     avatar = StrictCharField(required=False, allow_blank=True, max_length=500)
-    jobTitle = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=200, source="job_title")
+    jobTitle = StrictCharField(
+        required=False, allow_null=True, allow_blank=True, max_length=200, source="job_title"
+    )
     flags = AgentFlagsSerializer(required=False)
     settings = AgentSettingsSerializer(required=False)
     autoassignment = StrictBooleanField(required=False)
@@ -243,7 +254,9 @@ class AgentBulkFieldsSerializer(StrictSerializer):
 
 
 class AgentBulkUpdateSerializer(StrictSerializer):
-    ids = StrictListField(child=LicensedPrimaryKeyField(queryset=Agent.objects), min_length=1, max_length=100, unique=True)
+    ids = StrictListField(
+        child=LicensedPrimaryKeyField(queryset=Agent.objects), min_length=1, max_length=100, unique=True
+    )
     fields = AgentBulkFieldsSerializer()
 
 
@@ -280,7 +293,9 @@ class TeamBulkFieldsSerializer(StrictSerializer):
 
 
 class TeamBulkUpdateSerializer(StrictSerializer):
-    ids = StrictListField(child=LicensedPrimaryKeyField(queryset=Team.objects), min_length=1, max_length=100, unique=True)
+    ids = StrictListField(
+        child=LicensedPrimaryKeyField(queryset=Team.objects), min_length=1, max_length=100, unique=True
+    )
     fields = TeamBulkFieldsSerializer()
 
 

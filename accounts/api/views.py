@@ -31,6 +31,7 @@ class LicenseViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     """A license is the tenant itself: an agent sees the licenses it is an active member of."""
 
     serializer_class = LicenseSerializer
+    lookup_url_kwarg = "licenseID"
     lookup_value_regex = "[^/]+"
     roles = {"partial_update": OWNERS}
 
@@ -41,7 +42,7 @@ class LicenseViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
 
     def get_object(self):
         # Only the license the request is scoped to: another (even the caller's other one) is a 404.
-        if str(self.request.license.pk) != self.kwargs["pk"]:
+        if str(self.request.license.pk) != self.kwargs["licenseID"]:
             from rest_framework.exceptions import NotFound
 
             raise NotFound()
@@ -51,11 +52,11 @@ class LicenseViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     def license_required(self):
         return self.action not in ("list", "create")
 
-    def retrieve(self, request, pk=None):
+    def retrieve(self, request, licenseID=None):
         return Response(LicenseSerializer(self.get_object()).data)
 
     @extend_schema(request=LicenseUpdateSerializer, responses=LicenseSerializer)
-    def partial_update(self, request, pk=None):
+    def partial_update(self, request, licenseID=None):
         license = self.get_object()
         serializer = LicenseUpdateSerializer(data=request.data, context={"request": request})
         serializer.is_valid(raise_exception=True)
@@ -75,6 +76,7 @@ class AgentViewSet(
 ):
     queryset = _agent_queryset()
     serializer_class = AgentSerializer
+    lookup_url_kwarg = "agentID"
     roles = {"partial_update": WRITERS}  # normal agents: own profile only, checked below
 
     @extend_schema(request=AgentCreateSerializer, responses={201: AgentSerializer})
@@ -82,15 +84,19 @@ class AgentViewSet(
         serializer = AgentCreateSerializer(data=request.data, context={"request": request})
         serializer.is_valid(raise_exception=True)
         agent = services.agent_create(license=request.license, **serializer.validated_data)
-        return Response(AgentSerializer(self.get_queryset().get(pk=agent.pk)).data, status=status.HTTP_201_CREATED)
+        return Response(
+            AgentSerializer(self.get_queryset().get(pk=agent.pk)).data, status=status.HTTP_201_CREATED
+        )
 
     @extend_schema(request=AgentWriteSerializer, responses=AgentSerializer)
-    def partial_update(self, request, pk=None):
+    def partial_update(self, request, **kwargs):
         agent = self.get_object()
         if not request.agent.is_owner:
             if agent.pk != request.agent.pk:
                 raise PermissionDenied("Only owners can change other agents.")
-            forbidden = sorted(set(request.data) - OWN_PROFILE_FIELDS) if isinstance(request.data, dict) else []
+            forbidden = (
+                sorted(set(request.data) - OWN_PROFILE_FIELDS) if isinstance(request.data, dict) else []
+            )
             if forbidden:
                 raise PermissionDenied(f"Only owners can change {', '.join(forbidden)}.")
         serializer = AgentWriteSerializer(data=request.data, context={"request": request})
@@ -98,7 +104,11 @@ class AgentViewSet(
         services.agent_update(agent=agent, **serializer.validated_data)
         return Response(AgentSerializer(self.get_queryset().get(pk=agent.pk)).data)
 
-    @extend_schema(request=AgentBulkUpdateSerializer, responses=AgentDocSerializer(many=True))
+    @extend_schema(
+        operation_id="agents_bulk_update",
+        request=AgentBulkUpdateSerializer,
+        responses=AgentDocSerializer(many=True),
+    )
     def bulk_update(self, request):
         serializer = AgentBulkUpdateSerializer(data=request.data, context={"request": request})
         serializer.is_valid(raise_exception=True)
@@ -112,9 +122,12 @@ class AgentViewSet(
         services.agent_delete(agent=instance)
 
 
-class TeamViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin, LicenseScopedViewSet):
+class TeamViewSet(
+    mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin, LicenseScopedViewSet
+):
     queryset = Team.objects.order_by("created_at", "id")
     serializer_class = TeamSerializer
+    lookup_url_kwarg = "teamID"
     roles = {"list": EVERYONE, "retrieve": EVERYONE}
 
     @extend_schema(request=TeamCreateSerializer, responses={201: TeamSerializer})
@@ -125,24 +138,27 @@ class TeamViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
         return Response(TeamSerializer(team).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=TeamWriteSerializer, responses=TeamSerializer)
-    def partial_update(self, request, pk=None):
+    def partial_update(self, request, **kwargs):
         team = self.get_object()
         serializer = TeamWriteSerializer(data=request.data, context={"request": request})
         serializer.is_valid(raise_exception=True)
         team = services.team_update(team=team, **serializer.validated_data)
         return Response(TeamSerializer(team).data)
 
-    @extend_schema(request=TeamBulkUpdateSerializer, responses=TeamDocSerializer(many=True))
+    @extend_schema(
+        operation_id="teams_bulk_update",
+        request=TeamBulkUpdateSerializer,
+        responses=TeamDocSerializer(many=True),
+    )
     def bulk_update(self, request):
         serializer = TeamBulkUpdateSerializer(data=request.data, context={"request": request})
         serializer.is_valid(raise_exception=True)
         teams = services.teams_bulk_update(
-            license=request.license, teams=serializer.validated_data["ids"], fields=serializer.validated_data["fields"]
+            license=request.license,
+            teams=serializer.validated_data["ids"],
+            fields=serializer.validated_data["fields"],
         )
         return Response(TeamDocSerializer(teams, many=True).data)
 
     def perform_destroy(self, instance):
         services.team_delete(team=instance)
-
-
-

@@ -43,7 +43,9 @@ def _check_throttle(keys: list[str]) -> None:
     limit = settings.HELPDESK_AUTH_FAILURES_PER_MINUTE
     counts = cache.get_many(keys)
     if any(count >= limit for count in counts.values()):
-        raise exceptions.Throttled(wait=FAILURE_WINDOW_SECONDS, detail="Too many failed authentication attempts.")
+        raise exceptions.Throttled(
+            wait=FAILURE_WINDOW_SECONDS, detail="Too many failed authentication attempts."
+        )
 
 
 def _record_failure(keys: list[str]) -> None:

@@ -85,7 +85,7 @@ def _flatten_first(details) -> str:
 
 def _plain(details):
     if isinstance(details, dict):
-        return {key: _plain(value) for key, value in details.items()}
+        return {str(key): _plain(value) for key, value in details.items()}
     if isinstance(details, list):
         return [_plain(value) for value in details]
     return str(details)
@@ -126,7 +126,9 @@ def exception_handler(exc, context):
     return response
 
 
-def json_error(status_code: int, error: str, code: str | None = None, details=None, **headers) -> JsonResponse:
+def json_error(
+    status_code: int, error: str, code: str | None = None, details=None, **headers
+) -> JsonResponse:
     """For layers outside DRF (middleware, Django's 404/500 handlers on /v1)."""
     response = JsonResponse(error_body(status_code, error, code, details), status=status_code)
     for key, value in headers.items():

@@ -10,7 +10,9 @@ WRITERS = frozenset({ROLE_OWNER, ROLE_NORMAL})
 
 
 class NoLicense(exceptions.PermissionDenied):
-    default_detail = "This account is not an active agent of any license yet (create one with POST /v1/licenses)."
+    default_detail = (
+        "This account is not an active agent of any license yet (create one with POST /v1/licenses)."
+    )
     default_code = "no_license"
 
 

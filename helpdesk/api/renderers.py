@@ -28,7 +28,9 @@ def _default(obj):
 
 
 def dumps(data) -> bytes:
-    return orjson.dumps(data, default=_default, option=orjson.OPT_PASSTHROUGH_DATETIME)
+    return orjson.dumps(
+        data, default=_default, option=orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_NON_STR_KEYS
+    )
 
 
 class JSONRenderer(BaseRenderer):

@@ -12,7 +12,12 @@ class ApiRouter(SimpleRouter):
             detail=False,
             initkwargs={"suffix": "List"},
         ),
-        DynamicRoute(url=r"^{prefix}/{url_path}{trailing_slash}$", name="{basename}-{url_name}", detail=False, initkwargs={}),
+        DynamicRoute(
+            url=r"^{prefix}/{url_path}{trailing_slash}$",
+            name="{basename}-{url_name}",
+            detail=False,
+            initkwargs={},
+        ),
         Route(
             url=r"^{prefix}/{lookup}{trailing_slash}$",
             mapping={"get": "retrieve", "put": "update", "patch": "partial_update", "delete": "destroy"},
@@ -20,7 +25,12 @@ class ApiRouter(SimpleRouter):
             detail=True,
             initkwargs={"suffix": "Instance"},
         ),
-        DynamicRoute(url=r"^{prefix}/{lookup}/{url_path}{trailing_slash}$", name="{basename}-{url_name}", detail=True, initkwargs={}),
+        DynamicRoute(
+            url=r"^{prefix}/{lookup}/{url_path}{trailing_slash}$",
+            name="{basename}-{url_name}",
+            detail=True,
+            initkwargs={},
+        ),
     ]
 
     def __init__(self):

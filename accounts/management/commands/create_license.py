@@ -17,7 +17,9 @@ class Command(BaseCommand):
 
     def handle(self, *args, owner_email, owner_name, company, **options):
         with acting_as(Actor(type=HELPDESK_SYSTEM)):
-            license = services.license_create(owner_email=owner_email, owner_name=owner_name, company_name=company)
+            license = services.license_create(
+                owner_email=owner_email, owner_name=owner_name, company_name=company
+            )
             owner = license.agents.get()
             _, token = services.token_issue(account=owner.account, name="create_license")
         result = {"licenseID": license.pk, "accountID": str(owner.account_id), "token": token}
@@ -28,6 +30,3 @@ class Command(BaseCommand):
                 f"License {license.pk} created for {owner.email}.\n"
                 f"accountID: {result['accountID']}\ntoken:     {token}  (shown once)"
             )
-
-
-

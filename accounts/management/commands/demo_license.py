@@ -20,7 +20,9 @@ class Command(BaseCommand):
         with acting_as(Actor(type=HELPDESK_SYSTEM)):
             account = Account.objects.filter(email=DEMO_EMAIL).first()
             if account is None or not License.objects.filter(agents__account=account).exists():
-                services.license_create(owner_email=DEMO_EMAIL, owner_name="Demo Owner", company_name="Demo Inc.")
+                services.license_create(
+                    owner_email=DEMO_EMAIL, owner_name="Demo Owner", company_name="Demo Inc."
+                )
                 account = Account.objects.get(email=DEMO_EMAIL)
             _, token = services.token_issue(account=account, name="demo")
         if options["json"]:

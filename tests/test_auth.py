@@ -1,0 +1,163 @@
+"""Personal access tokens and Basic authentication."""
+
+import base64
+
+import pytest
+from django.test import override_settings
+
+from accounts import services
+from accounts.models import PersonalAccessToken
+from tests.conftest import api_client
+
+
+def _basic(value: str) -> str:
+    return "Basic " + base64.b64encode(value.encode()).decode()
+
+
+def test_a_token_is_stored_only_as_its_sha256(owner):
+    # given a freshly issued token
+    token, plaintext = services.token_issue(account=owner.account, name="ci")
+    # then the plaintext is nowhere in the row, but its hash is
+    import hashlib
+
+    row = PersonalAccessToken.objects.get(pk=token.pk)
+    assert plaintext.startswith("hdp_") and len(plaintext) >= 4 + 32
+    assert row.token_hash == hashlib.sha256(plaintext.encode()).hexdigest()
+    assert plaintext not in {row.token_hash, row.hint, row.name}
+    assert row.hint == plaintext[:8]
+
+
+def test_tokens_are_random(owner):
+    tokens = {services.token_issue(account=owner.account)[1] for _ in range(20)}
+    assert len(tokens) == 20
+
+
+def test_it_authenticates_with_basic_account_id_and_token(owner):
+    response = owner.client.get("/v1/agents")
+    assert response.status_code == 200
+
+
+def test_a_revoked_token_stops_working_at_once(owner):
+    # given a token that works
+    assert owner.client.get("/v1/agents").status_code == 200
+    # when it is revoked
+    services.token_revoke(
+        token=PersonalAccessToken.objects.get(token_hash__isnull=False, account=owner.account, name="test")
+    )
+    # then the next request is refused
+    assert owner.client.get("/v1/agents").status_code == 401
+
+
+def test_unknown_account_and_wrong_token_give_the_same_401(owner, other_license):
+    wrong_token = api_client(owner.account.pk, "hdp_" + "x" * 40).get("/v1/agents")
+    other_account = other_license.agents.get().account
+    wrong_account = api_client(other_account.pk, owner.token).get("/v1/agents")
+    unknown_account = api_client("6f1c8c1e-0000-4000-8000-000000000000", owner.token).get("/v1/agents")
+    bodies = {r.content for r in (wrong_token, wrong_account, unknown_account)}
+    assert {r.status_code for r in (wrong_token, wrong_account, unknown_account)} == {401}
+    assert len(bodies) == 1
+    assert wrong_token.json()["code"] == "authentication_failed"
+    assert wrong_token["WWW-Authenticate"] == 'Basic realm="helpdesk"'
+
+
+@pytest.mark.parametrize(
+    "header",
+    ["", "Bearer abc", "Basic", "Basic !!!notbase64", None],
+    ids=["empty", "bearer", "no-credentials", "bad-base64", "absent"],
+)
+def test_missing_or_malformed_credentials_are_401(db, client, header):
+    extra = {"HTTP_USER_AGENT": "tests"}
+    if header is not None:
+        extra["HTTP_AUTHORIZATION"] = header
+    response = client.get("/v1/agents", **extra)
+    assert response.status_code == 401
+    body = response.json()
+    assert set(body) == {"error", "code", "details"}
+    assert response["WWW-Authenticate"] == 'Basic realm="helpdesk"'
+
+
+def test_basic_without_colon_is_401(db, client):
+    response = client.get("/v1/agents", HTTP_USER_AGENT="t", HTTP_AUTHORIZATION=_basic("no-colon-here"))
+    assert response.status_code == 401
+
+
+@override_settings(HELPDESK_AUTH_FAILURES_PER_MINUTE=3)
+def test_failed_authentication_is_throttled_with_retry_after(owner):
+    bad = api_client(owner.account.pk, "hdp_wrong")
+    statuses = [bad.get("/v1/agents").status_code for _ in range(4)]
+    assert statuses == [401, 401, 401, 429]
+    throttled = bad.get("/v1/agents")
+    assert throttled.status_code == 429
+    assert int(throttled["Retry-After"]) > 0
+    assert throttled.json()["code"] == "throttled"
+    # the right token from the same IP is throttled too until the window passes
+    assert owner.client.get("/v1/agents").status_code == 429
+
+
+def test_a_read_only_token_cannot_write(owner):
+    _, token = services.token_issue(account=owner.account, scopes=["accounts--my:ro"])
+    client = api_client(owner.account.pk, token)
+    assert client.get("/v1/teams").status_code == 200
+    response = client.post("/v1/teams", {"name": "Nope"}, format="json")
+    assert response.status_code == 403
+    assert response.json()["code"] == "insufficient_scope"
+
+
+def test_a_token_without_the_minimum_scope_cannot_authenticate(owner):
+    _, token = services.token_issue(account=owner.account, scopes=["tickets--all:rw"])
+    assert api_client(owner.account.pk, token).get("/v1/teams").status_code == 401
+
+
+def test_last_used_is_recorded_at_most_once_a_minute(owner, time_machine):
+    time_machine.move_to("2026-01-01 10:00:00Z", tick=False)
+    owner.client.get("/v1/agents")
+    token = PersonalAccessToken.objects.get(account=owner.account, name="test")
+    first = token.last_used_at
+    assert first is not None
+    time_machine.move_to("2026-01-01 10:00:30Z", tick=False)
+    owner.client.get("/v1/agents")
+    token.refresh_from_db()
+    assert token.last_used_at == first
+    time_machine.move_to("2026-01-01 10:01:05Z", tick=False)
+    owner.client.get("/v1/agents")
+    token.refresh_from_db()
+    assert token.last_used_at > first
+
+
+def test_an_inactive_account_cannot_authenticate(owner):
+    owner.account.is_active = False
+    owner.account.save()
+    assert owner.client.get("/v1/agents").status_code == 401
+
+
+def test_an_account_without_a_license_gets_403_no_license(db):
+    from tests.factories import AccountFactory
+
+    account = AccountFactory()
+    _, token = services.token_issue(account=account)
+    client = api_client(account.pk, token)
+    assert client.get("/v1/licenses").json() == []
+    response = client.get("/v1/agents")
+    assert response.status_code == 403
+    assert response.json()["code"] == "no_license"
+
+
+def test_the_license_header_picks_one_of_several_memberships(owner, other_license):
+    from tests.factories import AgentFactory
+
+    # given the owner is also a viewer of another license
+    AgentFactory(license=other_license, account=owner.account, email=owner.account.email, roles=["viewer"])
+    # then by default the oldest membership answers, and X-License-ID picks the other
+    assert owner.client.get("/v1/teams").json()[0]["licenseID"] == owner.license.pk
+    picked = owner.client.get("/v1/teams", HTTP_X_LICENSE_ID=str(other_license.pk))
+    assert picked.json()[0]["licenseID"] == other_license.pk
+    assert {item["ID"] for item in owner.client.get("/v1/licenses").json()} == {
+        owner.license.pk,
+        other_license.pk,
+    }
+    # and a license the account is not an agent of gives no access
+    from tests.factories import LicenseFactory
+
+    stranger = LicenseFactory()
+    assert owner.client.get("/v1/teams", HTTP_X_LICENSE_ID=str(stranger.pk)).status_code == 403
+    assert owner.client.get("/v1/teams", HTTP_X_LICENSE_ID="abc").status_code == 400

@@ -1,0 +1,48 @@
+"""Settings come from the environment; production refuses to start without a secret."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load_settings(tmp_path, **env):
+    clean = {
+        k: v for k, v in os.environ.items() if k not in ("DEBUG", "SECRET_KEY", "DATABASE_URL", "REDIS_URL")
+    }
+    clean.update(HELPDESK_VAR_DIR=str(tmp_path), **env)
+    return subprocess.run(
+        [sys.executable, "-c", "import django; django.setup(); from django.conf import settings; "
+         "print(settings.DATABASES['default']['ENGINE'], settings.DEBUG, bool(settings.SECRET_KEY))"],
+        cwd=ROOT, env=clean, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+
+
+def test_with_nothing_set_it_runs_on_sqlite_with_a_generated_secret(tmp_path):
+    result = _load_settings(tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["django.db.backends.sqlite3", "True", "True"]
+    assert (tmp_path / "dev-secret-key").exists()
+    assert (tmp_path / "dev-secret-key").stat().st_mode & 0o077 == 0
+
+
+def test_production_without_a_secret_key_refuses_to_start(tmp_path):
+    result = _load_settings(tmp_path, DEBUG="false")
+    assert result.returncode != 0
+    assert "SECRET_KEY must be set" in result.stderr
+
+
+def test_production_with_a_secret_key_and_postgres(tmp_path):
+    result = _load_settings(
+        tmp_path, DEBUG="false", SECRET_KEY="x" * 50, DATABASE_URL="postgres://u@db.example:5432/helpdesk"
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["django.db.backends.postgresql", "False", "True"]
+
+
+def test_a_malformed_boolean_is_an_error_not_a_guess(tmp_path):
+    result = _load_settings(tmp_path, DEBUG="maybe")
+    assert result.returncode != 0
+    assert "DEBUG must be a boolean" in result.stderr
