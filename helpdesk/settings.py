@@ -8,6 +8,7 @@ import secrets
 from pathlib import Path
 
 import dj_database_url
+from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
 from helpdesk.env import env_bool, env_int, env_list, env_str
@@ -137,8 +138,31 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = "UTC"
+if REDIS_URL:
+    # RedBeat keeps the schedule in Redis behind a Redis lock: a second beat started by mistake waits for the
+    # lock (taken over within 5 x CELERY_BEAT_MAX_INTERVAL if the holder dies) instead of firing twice.
+    CELERY_BEAT_SCHEDULER = "redbeat.RedBeatScheduler"
+    CELERY_REDBEAT_REDIS_URL = REDIS_URL
+    CELERY_REDBEAT_KEY_PREFIX = "helpdesk:redbeat"
+    CELERY_BEAT_MAX_INTERVAL = 60
+
+# --- Purge of the spam and trash silos (tickets/purge.py): days after a ticket's last update (updatedAt).
+PURGE_SPAM_DAYS = env_int("PURGE_SPAM_DAYS", 60)
+PURGE_TRASH_DAYS = env_int("PURGE_TRASH_DAYS", 30)
+PURGE_BATCH_SIZE = env_int("PURGE_BATCH_SIZE", 500)  # tickets per batch (one short transaction each)
+PURGE_LOCK_SECONDS = env_int("PURGE_LOCK_SECONDS", 900)  # lock expiry, renewed after every batch
+PURGE_INTERVAL_SECONDS = env_int("PURGE_INTERVAL_SECONDS", 0)  # 0: the hourly schedule below
+
 # Each app adds its periodic tasks here, with a comment saying when they run.
-CELERY_BEAT_SCHEDULE: dict = {}
+CELERY_BEAT_SCHEDULE: dict = {
+    # Hourly at minute 17 UTC (every PURGE_INTERVAL_SECONDS instead when set). A trigger no worker picked up
+    # within 50 minutes is dropped: the next one comes anyway.
+    "purge-expired-tickets": {
+        "task": "tickets.tasks.purge_expired_tickets",
+        "schedule": PURGE_INTERVAL_SECONDS or crontab(minute=17),
+        "options": {"expires": 3000},
+    },
+}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
