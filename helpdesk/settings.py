@@ -139,12 +139,12 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = "UTC"
 if REDIS_URL:
-    # RedBeat keeps the schedule in Redis behind a Redis lock: a second beat started by mistake waits for the
-    # lock (taken over within 5 x CELERY_BEAT_MAX_INTERVAL if the holder dies) instead of firing twice.
+    # RedBeat keeps the schedule in Redis behind a Redis lock: a second beat started by mistake waits for
+    # the lock instead of firing the schedule again (and takes over within 5 minutes if the holder dies).
     CELERY_BEAT_SCHEDULER = "redbeat.RedBeatScheduler"
     CELERY_REDBEAT_REDIS_URL = REDIS_URL
     CELERY_REDBEAT_KEY_PREFIX = "helpdesk:redbeat"
-    CELERY_BEAT_MAX_INTERVAL = 60
+    CELERY_BEAT_MAX_LOOP_INTERVAL = 60  # celery 5.7: how long beat may sleep; RedBeat renews its lock then
 
 # --- Purge of the spam and trash silos (tickets/purge.py): days after a ticket's last update (updatedAt).
 PURGE_SPAM_DAYS = env_int("PURGE_SPAM_DAYS", 60)
