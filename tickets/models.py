@@ -16,7 +16,7 @@ from django.db import models
 from django.db.models.functions import Lower
 from django.utils import timezone
 
-from accounts.models import Agent, AttachmentTransaction, LicenseOwned, Stamped, Team
+from accounts.models import Agent, AttachmentTransaction, License, LicenseOwned, Stamped, Team
 
 STATUSES = ["open", "pending", "onhold", "solved", "closed"]
 PRIORITIES = [-10, 0, 10, 20]
@@ -53,6 +53,12 @@ def _search_index(name: str, *fields: str) -> models.Index:
     return models.Index(fields=["license", "silo", "status", *fields, "id"], name=name)
 
 
+def _license_fk(related_name: str):
+    # The composite indexes below all lead with the license; a separate single-column index would only
+    # cost writes.
+    return models.ForeignKey(License, on_delete=models.CASCADE, related_name=related_name, db_index=False)
+
+
 class Ticket(LicenseOwned, Stamped):
     """A customer request: who asked, what about, who handles it, where it is (silo) and how it stands (status).
 
@@ -62,6 +68,7 @@ class Ticket(LicenseOwned, Stamped):
     """
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    license = _license_fk("tickets")
     number = models.BigIntegerField()
     short_id = models.CharField(max_length=20)
     status = models.CharField(max_length=10, choices=[(s, s) for s in STATUSES], default="open")
@@ -87,7 +94,8 @@ class Ticket(LicenseOwned, Stamped):
     )
     language = models.CharField(max_length=8, default=NO_LANGUAGE)
     status_changed_at = models.DateTimeField(default=timezone.now)
-    last_message_at = models.DateTimeField(null=True, blank=True)
+    # Not null (the cursor's sort key): the time of the last public message, or the creation time before one.
+    last_message_at = models.DateTimeField(default=timezone.now)
     last_agent_message_at = models.DateTimeField(null=True, blank=True)
     last_client_message_at = models.DateTimeField(null=True, blank=True)
     search_text = models.TextField(blank=True, default="")
@@ -132,6 +140,7 @@ class Message(LicenseOwned):
     """One message of a ticket's thread; public ones move the ticket's lastMessageAt."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    license = _license_fk("messages")
     ticket = models.ForeignKey(Ticket, on_delete=models.CASCADE, related_name="messages", db_index=False)
     text = models.TextField()
     is_private = models.BooleanField(default=False)

@@ -15,9 +15,9 @@ from __future__ import annotations
 import functools
 import re
 
-from django.contrib.postgres.search import SearchQuery
 from django.db import connection
-from django.db.models import Q
+from django.db.models import BooleanField, ExpressionWrapper, Q
+from django.db.models.expressions import RawSQL
 
 NO_LANGUAGE = "none"
 MIN_CONFIDENCE = 0.4
@@ -100,16 +100,30 @@ def search_vector_sql() -> str:
     )
 
 
+def _tsquery_condition(query: str, languages) -> ExpressionWrapper:
+    """search_vector @@ (simple query || each stemmed query that still has a positive term).
+
+    A stemming config drops stop words: `my -invoice` in English is just `!invoic`, which would match almost
+    everything. `querytree()` is `T` (or empty) for such a query, and then that config is left out.
+    """
+    sql = "websearch_to_tsquery('simple'::regconfig, %s)"
+    params = [query]
+    for config in sorted({pg_config(code) for code in languages} - {"simple"}):
+        term = f"websearch_to_tsquery('{config}'::regconfig, %s)"
+        sql += f" || (CASE WHEN querytree({term}) IN ('T', '') THEN ''::tsquery ELSE {term} END)"
+        params += [query, query]
+    return ExpressionWrapper(
+        RawSQL(f'"tickets_ticket"."search_vector" @@ ({sql})', params), output_field=BooleanField()
+    )
+
+
 _WORD = re.compile(r'"[^"]*"|\S+')
 
 
 def query_q(query: str, languages) -> Q:
     """The condition for `query`, given the license's detected languages (which stemmings may apply)."""
     if connection.vendor == "postgresql":
-        tsquery = SearchQuery(query, config="simple", search_type="websearch")
-        for config in sorted({pg_config(code) for code in languages} - {"simple"}):
-            tsquery = tsquery | SearchQuery(query, config=config, search_type="websearch")
-        return Q(search_vector=tsquery)
+        return Q(_tsquery_condition(query, languages))
     condition = Q()
     for word in _WORD.findall(query):
         negate = word.startswith("-") and len(word) > 1

@@ -77,9 +77,9 @@ def _refresh_text(ticket: Ticket) -> None:
 
 
 def _add_message(
-    ticket: Ticket, *, text: str, is_private: bool, author_type: str, author_agent, txn
+    ticket: Ticket, *, text: str, is_private: bool, author_type: str, author_agent, txn, now=None
 ) -> Message:
-    now = timezone.now()
+    now = now or timezone.now()
     message = Message(
         license_id=ticket.license_id,
         ticket=ticket,
@@ -170,7 +170,7 @@ def ticket_create(
     )
     _apply_assignment(ticket, assignment)
     stamp_create(ticket)
-    ticket.status_changed_at = ticket.created_at
+    ticket.status_changed_at = ticket.last_message_at = ticket.created_at
     ticket.save()
     txn = _bind_transaction(license, transaction_id, ticket)
     _add_message(
@@ -180,6 +180,7 @@ def ticket_create(
         author_type=author_type,
         author_agent=author_agent,
         txn=txn,
+        now=ticket.created_at,
     )
     ticket.save(update_fields=["last_message_at", "last_agent_message_at", "last_client_message_at"])
     if not teams:
@@ -245,6 +246,7 @@ def ticket_update(
             author_type=author_type,
             author_agent=author_agent,
             txn=txn,
+            now=now,
         )
     stamp_update(ticket)
     ticket.save(update_fields=_SAVED_ON_UPDATE)
