@@ -479,3 +479,31 @@ def test_the_purge_query_has_its_index(db):
             if info["index"]
         }
     assert "ticket_purge_silo_updated" in names
+
+
+def test_a_run_that_fails_midway_records_exactly_what_its_committed_batches_deleted(
+    license, frozen, settings
+):
+    # given: batches of one; the second batch fails
+    settings.PURGE_BATCH_SIZE = 1
+    first, second = (
+        make_ticket(license, silo="trash", updated_at=NOW - timedelta(days=31 + i)) for i in (1, 0)
+    )
+    calls = []
+
+    def fail_the_second_batch(license_id):
+        calls.append(license_id)
+        if len(calls) == 2:
+            raise RuntimeError("killed")
+
+    # when
+    with (
+        mock.patch("tickets.counts.invalidate", side_effect=fail_the_second_batch),
+        pytest.raises(RuntimeError),
+    ):
+        purge.purge_expired()
+    # then
+    run = PurgeRun.objects.get()
+    assert (run.status, run.tickets_deleted) == ("failed", 1)
+    assert run.counts[str(license.pk)]["trash"] == 1
+    assert not exists(first) and exists(second)

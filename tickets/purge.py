@@ -225,16 +225,15 @@ def _raw_delete(queryset) -> int:
 
 def _delete_license_rows(license_id: int, ids: list) -> list[str]:
     """Delete what belongs to these tickets of one license (not the tickets). Returns the stored file names."""
-    messages = Message.objects.filter(license_id=license_id, ticket_id__in=ids)
-    txn_ids = set(messages.exclude(transaction_id=None).values_list("transaction_id", flat=True))
-    txn_ids |= set(
+    # Every attachment transaction a ticket or its messages use is bound to the ticket (tickets.services).
+    txn_ids = list(
         AttachmentTransaction.objects.filter(
             license_id=license_id, bound_type="ticket", bound_id__in=ids
         ).values_list("id", flat=True)
     )
     attachments = Attachment.objects.filter(license_id=license_id, transaction_id__in=txn_ids)
     files = [name for name in attachments.values_list("file", flat=True) if name]
-    _raw_delete(messages)
+    _raw_delete(Message.objects.filter(license_id=license_id, ticket_id__in=ids))
     _raw_delete(attachments)
     _raw_delete(AttachmentTransaction.objects.filter(license_id=license_id, id__in=txn_ids))
     for field in ("teams", "tags", "followers"):
@@ -244,9 +243,13 @@ def _delete_license_rows(license_id: int, ids: list) -> list[str]:
     return files
 
 
-def purge_batch(run: PurgeRun, cutoff: dict[str, datetime], ids: list) -> dict[int, dict[str, int]]:
-    """Delete the tickets of `ids` that are still eligible, in one transaction. {license_id: {silo: n}}."""
+def purge_batch(run: PurgeRun, cutoff: dict[str, datetime], ids: list) -> int:
+    """Delete the tickets of `ids` that are still eligible, in one transaction; returns how many went.
+
+    The run's per-license counts are written in the same transaction, so they are exactly what committed.
+    """
     _before_batch(ids)
+    started = time.monotonic()
     with transaction.atomic():
         PurgeRun.objects.filter(pk=run.pk).update(status=RUN_RUNNING)  # the write lock first, on SQLite
         locked = list(
@@ -256,12 +259,10 @@ def purge_batch(run: PurgeRun, cutoff: dict[str, datetime], ids: list) -> dict[i
             .values_list("id", "license_id", "silo")
         )
         if not locked:
-            return {}
+            return 0
         by_license: dict[int, list] = defaultdict(list)
-        lost: dict[int, dict[str, int]] = defaultdict(lambda: {"spam": 0, "trash": 0})
-        for pk, license_id, silo in locked:
+        for pk, license_id, _ in locked:
             by_license[license_id].append(pk)
-            lost[license_id][silo] += 1
         files = []
         for license_id, license_ids in by_license.items():
             files += _delete_license_rows(license_id, license_ids)
@@ -275,7 +276,12 @@ def purge_batch(run: PurgeRun, cutoff: dict[str, datetime], ids: list) -> dict[i
         if files:
             PurgedFile.objects.bulk_create([PurgedFile(name=name) for name in files])
             transaction.on_commit(lambda: _count_files(run, delete_files(files)))
-        return dict(lost)
+        new_counts = _added_counts(run.counts, locked, time.monotonic() - started)
+        PurgeRun.objects.filter(pk=run.pk).update(
+            counts=new_counts, tickets_deleted=run.tickets_deleted + len(locked)
+        )
+    run.counts, run.tickets_deleted = new_counts, run.tickets_deleted + len(locked)
+    return len(locked)
 
 
 def _count_files(run: PurgeRun, n: int) -> None:
@@ -283,14 +289,14 @@ def _count_files(run: PurgeRun, n: int) -> None:
     PurgeRun.objects.filter(pk=run.pk).update(files_deleted=run.files_deleted)
 
 
-def _add_counts(run: PurgeRun, lost: dict, seconds: float) -> None:
-    total = sum(sum(silos.values()) for silos in lost.values())
-    for license_id, silos in lost.items():
-        entry = run.counts.setdefault(str(license_id), {"spam": 0, "trash": 0, "seconds": 0.0})
-        entry["spam"] += silos["spam"]
-        entry["trash"] += silos["trash"]
-        entry["seconds"] = round(entry["seconds"] + seconds * sum(silos.values()) / total, 3)
-    run.tickets_deleted += total
+def _added_counts(before: dict, locked: list[tuple], seconds: float) -> dict:
+    """The run's counts plus a batch's; each license's time is its share of the batch's time."""
+    result = {key: dict(value) for key, value in before.items()}
+    for _, license_id, silo in locked:
+        entry = result.setdefault(str(license_id), {"spam": 0, "trash": 0, "seconds": 0.0})
+        entry[silo] += 1
+        entry["seconds"] = round(entry["seconds"] + seconds / len(locked), 3)
+    return result
 
 
 # --- a run ------------------------------------------------------------------------------------------------
@@ -363,20 +369,17 @@ def _run(lock: PurgeLock, *, trigger: str, now, progress) -> PurgeResult:
     )  # fmt: skip
     try:
         for batch in eligible_batches(cutoff, settings.PURGE_BATCH_SIZE):
-            batch_started = time.monotonic()
-            lost = purge_batch(run, cutoff, [row[0] for row in batch])
-            if lost:
-                _add_counts(run, lost, time.monotonic() - batch_started)
-                PurgeRun.objects.filter(pk=run.pk).update(
-                    counts=run.counts, tickets_deleted=run.tickets_deleted
-                )
+            purge_batch(run, cutoff, [row[0] for row in batch])
             if progress:
                 progress(len(batch))
             if not lock.renew():
                 raise RuntimeError("the purge lock expired during the run; stopping (the next run goes on)")
     except BaseException as exc:
         run.status, run.error = RUN_FAILED, f"{type(exc).__name__}: {exc}"
-        _finish(run, started)
+        try:
+            _finish(run, started)
+        except Exception:
+            logger.exception("purge run %s: could not record the failure", run.pk)
         logger.exception("purge run %s failed after %d tickets", run.pk, run.tickets_deleted)
         raise
     run.status = RUN_FINISHED
