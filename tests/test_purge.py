@@ -471,7 +471,7 @@ def test_with_redis_one_beat_at_a_time_through_redbeat():
     assert django_settings.CELERY_BEAT_SCHEDULER == "redbeat.RedBeatScheduler"
 
 
-def test_the_purge_query_has_its_index(db):
+def test_the_purge_has_its_indexes(db):
     with connection.cursor() as cursor:
         names = {
             index
@@ -479,6 +479,10 @@ def test_the_purge_query_has_its_index(db):
             if info["index"]
         }
     assert "ticket_purge_silo_updated" in names
+    assert "ticket_parent_fk" in names
+    with connection.cursor() as cursor:
+        message_indexes = connection.introspection.get_constraints(cursor, "tickets_message")
+    assert message_indexes["message_ticket_fk"]["columns"] == ["ticket_id"]
 
 
 def test_a_run_that_fails_midway_records_exactly_what_its_committed_batches_deleted(
