@@ -511,3 +511,21 @@ def test_a_run_that_fails_midway_records_exactly_what_its_committed_batches_dele
     assert (run.status, run.tickets_deleted) == ("failed", 1)
     assert run.counts[str(license.pk)]["trash"] == 1
     assert not exists(first) and exists(second)
+
+
+@pytest.mark.redis
+def test_with_redis_the_lock_is_a_redis_key_with_an_expiry_released_atomically_by_its_owner(db):
+    # given
+    lock = purge.PurgeLock(60)
+    client, key = lock._redis()
+    assert client is not None
+    # when
+    assert lock.acquire()
+    # then
+    assert client.get(key) == str(lock.token).encode()
+    assert 0 < client.ttl(key) <= 60
+    assert purge.PurgeLock(60).renew() is False
+    purge.PurgeLock(60).release()
+    assert client.get(key) is not None
+    lock.release()
+    assert client.get(key) is None

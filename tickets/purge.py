@@ -44,7 +44,8 @@ from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.core.cache import cache
+from django.core.cache import cache, caches
+from django.core.cache.backends.redis import RedisCache
 from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 from django.db.models import Q
@@ -154,11 +155,10 @@ class PurgeLock:
         self.token = secrets.randbits(62)
 
     def _redis(self):
-        from django.core.cache.backends.redis import RedisCache
-
-        if isinstance(cache, RedisCache) or isinstance(getattr(cache, "_wrapped", None), RedisCache):
-            key = cache.make_and_validate_key(LOCK_KEY)
-            return cache._cache.get_client(key, write=True), key
+        backend = caches["default"]
+        if isinstance(backend, RedisCache):
+            key = backend.make_and_validate_key(LOCK_KEY)
+            return backend._cache.get_client(key, write=True), key
         return None, None
 
     def acquire(self) -> bool:
