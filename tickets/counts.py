@@ -46,11 +46,21 @@ def invalidate(license_id: int) -> None:
 
 
 def cached_count(queryset, license_id: int) -> int:
+    """The exact count of `queryset`, from the cache when nothing of the license changed since it was counted.
+
+    One cache round trip: the entry holds the generation it was counted at and is read together with the
+    license's current generation.
+    """
     sql, params = queryset.query.sql_with_params()
     digest = hashlib.sha1(f"{sql}|{params!r}".encode(), usedforsecurity=False).hexdigest()
-    key = f"tickets:count:{license_id}:{generation(license_id)}:{digest}"
-    count = cache.get(key)
-    if count is None:
-        count = queryset.order_by().count()
-        cache.set(key, count, COUNT_TTL_SECONDS)
+    key, generation_key = f"tickets:count:{license_id}:{digest}", _generation_key(license_id)
+    found = cache.get_many([key, generation_key])
+    current = found.get(generation_key)
+    if current is None:
+        current = generation(license_id)
+    entry = found.get(key)
+    if entry is not None and entry[0] == current:
+        return entry[1]
+    count = queryset.order_by().count()
+    cache.set(key, (current, count), COUNT_TTL_SECONDS)
     return count

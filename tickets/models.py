@@ -126,6 +126,11 @@ class Ticket(LicenseOwned, Stamped):
                 name="ticket_lic_team_created",
             ),
             models.Index(fields=["license", "parent"], name="ticket_lic_parent"),
+            # Narrow indexes that PostgreSQL combines (bitmap AND) for rare filter combinations, where an
+            # ordered scan would read a whole license looking for 20 matches.
+            models.Index(fields=["license", "priority", "silo", "status"], name="ticket_lic_priority"),
+            models.Index(fields=["license", "language", "silo", "status"], name="ticket_lic_language"),
+            models.Index(fields=["license", "rating_score", "silo", "status"], name="ticket_lic_rating"),
         ]
 
     def __str__(self):

@@ -100,20 +100,38 @@ def search_vector_sql() -> str:
     )
 
 
-def _tsquery_condition(query: str, languages) -> ExpressionWrapper:
-    """search_vector @@ (simple query || each stemmed query that still has a positive term).
+def tsquery_text(query: str, languages) -> str:
+    """The tsquery (as text) for `query`: the simple query OR each stemmed query that differs from it.
 
     A stemming config drops stop words: `my -invoice` in English is just `!invoic`, which would match almost
-    everything. `querytree()` is `T` (or empty) for such a query, and then that config is left out.
+    everything. `querytree()` is `T` (or empty) for such a query, and then that config is left out. Equal
+    alternatives are merged, so the planner's estimate is not multiplied by the number of languages.
     """
-    sql = "websearch_to_tsquery('simple'::regconfig, %s)"
-    params = [query]
-    for config in sorted({pg_config(code) for code in languages} - {"simple"}):
-        term = f"websearch_to_tsquery('{config}'::regconfig, %s)"
-        sql += f" || (CASE WHEN querytree({term}) IN ('T', '') THEN ''::tsquery ELSE {term} END)"
-        params += [query, query]
+    configs = sorted({pg_config(code) for code in languages} - {"simple"})
+    columns = ["websearch_to_tsquery('simple'::regconfig, %s)::text"] + [
+        f"(CASE WHEN querytree(websearch_to_tsquery('{c}'::regconfig, %s)) IN ('T', '') THEN '' "
+        f"ELSE websearch_to_tsquery('{c}'::regconfig, %s)::text END)"
+        for c in configs
+    ]
+    params = [query] + [query, query] * len(configs)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {', '.join(columns)}", params)
+        alternatives = [text for text in dict.fromkeys(cursor.fetchone()) if text]
+    return " | ".join(f"( {text} )" for text in alternatives)
+
+
+def _tsquery_condition(query: str, languages) -> ExpressionWrapper:
+    """search_vector @@ <a constant tsquery>.
+
+    The tsquery is computed first, in its own small query, so that the search query carries it as a constant:
+    only then can the planner use the column's statistics (most common lexemes; the migration raises their
+    number) to choose between the GIN index (a rare word: a few rows, then sort) and the ordered btree scan
+    (a common word: the first rows in sort order soon match). With an expression it assumes a fixed
+    selectivity and may scan a whole license in date order looking for a rare word.
+    """
+    constant = tsquery_text(query, languages)
     return ExpressionWrapper(
-        RawSQL(f'"tickets_ticket"."search_vector" @@ ({sql})', params), output_field=BooleanField()
+        RawSQL('"tickets_ticket"."search_vector" @@ %s::tsquery', [constant]), output_field=BooleanField()
     )
 
 

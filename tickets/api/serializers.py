@@ -49,7 +49,7 @@ def _uuid_str(value):
     return None if value is None else str(value)
 
 
-def _related(ticket_ids) -> tuple[dict, dict, dict, dict]:
+def _related(license_id, ticket_ids) -> tuple[dict, dict, dict, dict]:
     """teamIDs, tagIDs, followers and children of many tickets, in one UNION query."""
     teams, tags, followers, children = (
         defaultdict(list),
@@ -73,7 +73,7 @@ def _related(ticket_ids) -> tuple[dict, dict, dict, dict]:
         .union(
             through["tags"].values_list(kind("g"), "ticket_id", "tag_id", blank, blank),
             through["followers"].values_list(kind("f"), "ticket_id", "agent_id", blank, blank),
-            Ticket.objects.filter(parent_id__in=ticket_ids)
+            Ticket.objects.filter(license_id=license_id, parent_id__in=ticket_ids)
             .values_list(kind("c"), "parent_id", "id", "short_id", "subject"),
             all=True,
         )
@@ -94,7 +94,8 @@ def _ref(obj, id_field="id", name_field="name"):
 def ticket_dicts(tickets) -> list[dict]:
     """The contract's Ticket objects for `tickets` (from `ticket_queryset`), in order."""
     tickets = list(tickets)
-    teams, tags, followers, children = _related([t.id for t in tickets])
+    license_id = tickets[0].license_id if tickets else None
+    teams, tags, followers, children = _related(license_id, [t.id for t in tickets])
     out = []
     for t in tickets:
         parent = t.parent

@@ -87,8 +87,9 @@ WORDS = {
     ).split(),
 }
 LANGUAGE_WEIGHTS = {"en": 60, "de": 15, "fr": 10, "es": 8, "pl": 4, "none": 3}
-STATUS_WEIGHTS = {"open": 25, "pending": 10, "onhold": 5, "solved": 30, "closed": 30}
-SILO_WEIGHTS = {"tickets": 85, "archive": 10, "spam": 2, "trash": 3}
+# Mostly open: the largest license must hold > 200,000 open tickets for the deep-cursor class.
+STATUS_WEIGHTS = {"open": 80, "pending": 6, "onhold": 3, "solved": 6, "closed": 5}
+SILO_WEIGHTS = {"tickets": 92, "archive": 4, "spam": 2, "trash": 2}
 PRIORITY_WEIGHTS = {0: 70, 10: 15, 20: 5, -10: 10}
 SYLLABLES = "ka ro mi tu ze pa li no vu sa gre bri tol zan mek quo fir dax lum pew".split()
 THREE_YEARS = 3 * 365 * 24 * 3600
