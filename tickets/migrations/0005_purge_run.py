@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('tickets', '0002_postgres_search_indexes'),
+        ('tickets', '0004_search_vector_statistics'),
     ]
 
     operations = [
