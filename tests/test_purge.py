@@ -529,3 +529,35 @@ def test_with_redis_the_lock_is_a_redis_key_with_an_expiry_released_atomically_b
     assert client.get(key) is not None
     lock.release()
     assert client.get(key) is None
+
+
+def test_a_file_the_storage_fails_to_delete_stays_listed_for_the_next_run(
+    license, frozen, django_capture_on_commit_callbacks
+):
+    # given
+    attachment = attach_file(make_ticket(license, silo="spam", updated_at=NOW - timedelta(days=61)))
+    storage = Attachment._meta.get_field("file").storage
+    # when: the storage is down during the run
+    with (
+        mock.patch("django.core.files.storage.FileSystemStorage.delete", side_effect=OSError("storage down")),
+        django_capture_on_commit_callbacks(execute=True),
+    ):
+        purge.purge_expired()
+    # then
+    assert storage.exists(attachment.file.name)
+    assert list(PurgedFile.objects.values_list("name", flat=True)) == [attachment.file.name]
+    # and the next run deletes it
+    purge.purge_expired()
+    assert not storage.exists(attachment.file.name)
+    assert not PurgedFile.objects.exists()
+
+
+def test_a_purge_invalidates_the_cached_search_totals_of_each_license_it_touched(license, frozen):
+    from tickets import counts as search_counts
+
+    other = LicenseFactory()
+    make_ticket(license, silo="trash", updated_at=NOW - timedelta(days=31))
+    before = search_counts.generation(license.pk), search_counts.generation(other.pk)
+    purge.purge_expired()
+    assert search_counts.generation(license.pk) != before[0]
+    assert search_counts.generation(other.pk) == before[1]
