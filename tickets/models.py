@@ -170,3 +170,7 @@ class Message(LicenseOwned):
 
     def __str__(self):
         return f"{self.author_type} message on {self.ticket_id}"
+
+
+# The purge's run records live in their own module; importing them here registers them with the app.
+from tickets.models_purge import PurgedFile, PurgeRun  # noqa: E402, F401

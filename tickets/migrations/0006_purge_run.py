@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('tickets', '0004_search_vector_statistics'),
+        ('tickets', '0005_through_covering_indexes'),
     ]
 
     operations = [

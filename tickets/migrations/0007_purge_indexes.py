@@ -37,5 +37,5 @@ def backward(apps, schema_editor):
 
 class Migration(migrations.Migration):
     atomic = False
-    dependencies = [("tickets", "0005_purge_run")]
+    dependencies = [("tickets", "0006_purge_run")]
     operations = [migrations.RunPython(forward, backward, elidable=False)]
