@@ -11,7 +11,8 @@ from billing.models import Subscription
 from templates_app.models import Template
 from tickets.models import Tag
 
-register(License, target="licenses", license_of=lambda license: license.pk)
+# detectedLanguages is derived from tickets (updated as their languages are detected), not a change anyone made.
+register(License, target="licenses", license_of=lambda license: license.pk, exclude=("detected_languages",))
 register(
     Agent,
     target="agents",

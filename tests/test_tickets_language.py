@@ -51,3 +51,24 @@ def test_the_license_object_shows_detected_languages(owner):
     )
     body = owner.client.get(f"/v1/licenses/{owner.license.pk}").json()
     assert body["detectedLanguages"] == ["en"]
+
+
+def test_learning_a_language_is_not_an_audited_license_change(owner):
+    from audit.models import AuditEntry
+
+    # given the license's own audit history so far
+    before = AuditEntry.objects.filter(license_id=owner.license.pk, target="licenses").count()
+    # when a ticket in a new language arrives through the API
+    response = owner.client.post(
+        "/v1/tickets",
+        {
+            "subject": "Rechnung",
+            "requester": {"email": "kunde@example.com"},
+            "message": {"text": "Ich möchte bitte eine Rückerstattung für meine letzte Rechnung."},
+        },
+        format="json",
+    )
+    assert response.status_code == 201, response.content
+    # then the license learned it, and nobody is recorded as having changed the license
+    assert License.objects.get(pk=owner.license.pk).detected_languages == ["de"]
+    assert AuditEntry.objects.filter(license_id=owner.license.pk, target="licenses").count() == before
