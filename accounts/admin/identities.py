@@ -71,6 +71,9 @@ class AccountAdmin(UserAdmin):
     date_hierarchy = "date_joined"
     inlines = (TokenInline,)
 
+    def get_inlines(self, request, obj):
+        return self.inlines if obj is not None else ()
+
 
 class TokenStateFilter(admin.SimpleListFilter):
     title = "state"

@@ -12,8 +12,8 @@ from django.contrib import admin
 from django.contrib.admin.widgets import AutocompleteSelect, AutocompleteSelectMultiple
 from django.db.models import Q
 
-from accounts.models import ROLE_OWNER, STATUS_ACTIVE, Agent, License
 from accounts.admin.writes import ServiceAdmin
+from accounts.models import ROLE_OWNER, STATUS_ACTIVE, Agent, License
 
 
 def admin_license_ids(request) -> list[int] | None:
