@@ -128,8 +128,11 @@ class ServiceAdmin(admin.ModelAdmin):
 
     def get_deleted_objects(self, objs, request):
         deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
-        if not perms_needed:
-            protected = [*self.delete_refusals(request, list(objs)), *protected]
+        refusals = self.delete_refusals(request, list(objs))
+        if refusals:
+            # shown as protected objects (the page then refuses the POST); Django's own list of objects the
+            # user may not delete (e.g. a license through PROTECT) would hide the reason
+            return deleted, counts, set(), [*refusals, *protected]
         return deleted, counts, perms_needed, protected
 
     def delete_view(self, request, object_id, extra_context=None):
