@@ -9,6 +9,7 @@ from accounts.models import Agent, License, Team
 from audit.registry import register
 from billing.models import Subscription
 from templates_app.models import Template
+from tickets.models import Tag
 
 register(License, target="licenses", license_of=lambda license: license.pk)
 register(
@@ -23,4 +24,4 @@ register(Template, target="emailTemplates", m2m={"attachments": "attachments"})
 # is recorded under `licenses` (entityName "hd-team1m × 3 (active)" tells it from the license itself).
 # charge_in_flight is the billing's own lock between the gateway call and the ledger, not a change.
 register(Subscription, target="licenses", exclude=("charge_in_flight",))
-# After merging tags: register(Tag, target="tags")
+register(Tag, target="tags")

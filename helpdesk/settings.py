@@ -139,6 +139,14 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = "UTC"
+if REDIS_URL:
+    # RedBeat keeps the schedule in Redis behind a Redis lock: a second beat started by mistake waits for
+    # the lock instead of firing the schedule again (and takes over within 5 minutes if the holder dies).
+    CELERY_BEAT_SCHEDULER = "redbeat.RedBeatScheduler"
+    CELERY_REDBEAT_REDIS_URL = REDIS_URL
+    CELERY_REDBEAT_KEY_PREFIX = "helpdesk:redbeat"
+    CELERY_BEAT_MAX_LOOP_INTERVAL = 60  # celery 5.7: how long beat may sleep; RedBeat renews its lock then
+
 # Each app adds its periodic tasks here, with a comment saying when they run.
 CELERY_BEAT_SCHEDULE: dict = {}
 # Billing: renew subscriptions whose period ended (and expire canceled ones), every 5 minutes.
@@ -260,4 +268,18 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
+}
+
+# --- Purge of the spam and trash silos (tickets/purge.py): days after a ticket's last update (updatedAt).
+PURGE_SPAM_DAYS = env_int("PURGE_SPAM_DAYS", 60)
+PURGE_TRASH_DAYS = env_int("PURGE_TRASH_DAYS", 30)
+PURGE_BATCH_SIZE = env_int("PURGE_BATCH_SIZE", 500)  # tickets per batch (one short transaction each)
+PURGE_LOCK_SECONDS = env_int("PURGE_LOCK_SECONDS", 900)  # lock expiry, renewed after every batch
+PURGE_INTERVAL_SECONDS = env_int("PURGE_INTERVAL_SECONDS", 0)  # 0: the hourly schedule below
+# Hourly at minute 17 UTC (every PURGE_INTERVAL_SECONDS instead when set). A trigger that no worker picked
+# up within 50 minutes is dropped: the next one comes anyway.
+CELERY_BEAT_SCHEDULE["purge-expired-tickets"] = {
+    "task": "tickets.tasks.purge_expired_tickets",
+    "schedule": PURGE_INTERVAL_SECONDS or crontab(minute=17),
+    "options": {"expires": 3000},
 }

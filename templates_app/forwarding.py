@@ -33,19 +33,14 @@ Other providers: look for "forwarding" or "redirect" in the mailbox settings."""
 def forwarding_instructions_send(*, license, email: str, agent=None, request_key: str | None = None) -> str:
     """E-mail the forwarding instructions (made from the license's default template); the confirmation string."""
     address = license_inbound_address(license)
-    context = mail.license_context(
-        license=license,
-        agent=agent,
-        **{"message.text": INSTRUCTIONS.format(address=address), "requester.email": email},
-    )
-    rendered, attachments = mail.render_for_license(license=license, context=context)
-    mail.message_queue(
+    mail.license_mail_queue(
         license=license,
         kind=OutboundMessage.KIND_FORWARDING,
         key=f"forwarding:{request_key or uuid.uuid4().hex}:{email}",
         to=email,
         subject="How to forward your support e-mail to HelpDesk",
-        rendered=rendered,
-        attachments=attachments,
+        body=INSTRUCTIONS.format(address=address),
+        agent=agent,
+        **{"requester.email": email},
     )
     return f"Forwarding instructions sent to {email}."

@@ -74,20 +74,15 @@ def invitation_send(*, agent: Agent) -> Invitation:
         f"Accept the invitation: {invitation_url(invitation)}\n\n"
         f"The link works once and expires in {days} day{'s' if days != 1 else ''}."
     )
-    context = mail.license_context(
-        license=license,
-        agent=inviter,
-        **{"message.text": body, "requester.name": agent.name, "requester.email": agent.email},
-    )
-    rendered, attachments = mail.render_for_license(license=license, context=context)
-    mail.message_queue(
+    mail.license_mail_queue(
         license=license,
         kind=OutboundMessage.KIND_INVITATION,
         key=f"invitation:{invitation.pk}",
         to=agent.email,
         subject=f"You are invited to join {company} on HelpDesk",
-        rendered=rendered,
-        attachments=attachments,
+        body=body,
+        agent=inviter,
+        **{"requester.name": agent.name, "requester.email": agent.email},
     )
     return invitation
 

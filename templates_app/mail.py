@@ -117,6 +117,23 @@ def message_queue(
     return message
 
 
+def license_mail_queue(
+    *, license, kind: str, key: str, to: str, subject: str, body: str, agent=None, **values
+) -> OutboundMessage:
+    """A system e-mail of a license: `body` is the message text of the license's default template."""
+    context = license_context(license=license, agent=agent, **{"message.text": body, **values})
+    rendered, attachments = render_for_license(license=license, context=context)
+    return message_queue(
+        license=license,
+        kind=kind,
+        key=key,
+        to=to,
+        subject=subject,
+        rendered=rendered,
+        attachments=attachments,
+    )
+
+
 def enqueue(*, message_id) -> None:
     """Hand a stored message to the workers. If the broker is down the row stays pending for the sweeper."""
     from templates_app.tasks import send_outbound_message

@@ -67,6 +67,59 @@ class AgentFactory(factory.django.DjangoModelFactory):
     status = STATUS_ACTIVE
 
 
+class TagFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = "tickets.Tag"
+
+    license = factory.SubFactory(LicenseFactory)
+    name = factory.Sequence(lambda n: f"tag-{n}")
+
+
+class TicketFactory(factory.django.DjangoModelFactory):
+    """A ticket made the real way (tickets.services.ticket_create: short ID, first message, language, search
+    text); any other model field given (created_at, status, silo, priority, custom_fields, ...) is then set
+    directly, so tests can place tickets exactly where a filter should or should not find them."""
+
+    class Meta:
+        model = "tickets.Ticket"
+
+    license = factory.SubFactory(LicenseFactory)
+    subject = factory.Sequence(lambda n: f"Ticket number {n}")
+
+    @classmethod
+    def _create(
+        cls,
+        model_class,
+        license,
+        subject,
+        text="Hello, my order did not arrive yet. Could you please check where it is?",
+        requester=None,
+        author_type="client",
+        teams=None,
+        tags=None,
+        followers=None,
+        assignment=None,
+        **fields,
+    ):
+        from tickets import services as ticket_services
+
+        ticket = ticket_services.ticket_create(
+            license=license,
+            subject=subject,
+            requester=requester or {"email": "client@example.com", "name": "Client"},
+            message={"text": text},
+            author_type=author_type,
+            teams=teams,
+            tags=tags,
+            followers=followers,
+            assignment=assignment,
+        )
+        if fields:
+            model_class.objects.filter(pk=ticket.pk).update(**fields)
+            ticket.refresh_from_db()
+        return ticket
+
+
 class TemplateFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = "templates_app.Template"

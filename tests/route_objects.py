@@ -4,17 +4,33 @@ Every registered API route with a `{pk}` must have an entry here (keyed by the r
 `test_tenancy.py` can prove that an outsider gets 404 for it. A new viewset adds its entry.
 """
 
-from tests.factories import AgentFactory, SubscriptionFactory, TeamFactory, TemplateFactory
+from tests.factories import (
+    AgentFactory,
+    SubscriptionFactory,
+    TagFactory,
+    TeamFactory,
+    TemplateFactory,
+    TicketFactory,
+)
 
 
 def _license_pk(license):
     return license.pk
 
 
+def _transaction_pk(license):
+    from accounts.models import AttachmentTransaction
+
+    return AttachmentTransaction.objects.create(license=license).pk
+
+
 ROUTE_OBJECTS = {
     "license": _license_pk,
     "agent": lambda license: AgentFactory(license=license).pk,
     "team": lambda license: TeamFactory(license=license).pk,
+    "ticket": lambda license: TicketFactory(license=license).pk,
+    "tag": lambda license: TagFactory(license=license).pk,
+    "transaction": _transaction_pk,
     "template": lambda license: TemplateFactory(license=license).pk,
     "subscription": lambda license: SubscriptionFactory(license=license).pk,
 }

@@ -1,0 +1,53 @@
+"""Tickets for the purge tests, made directly (fast, and with an exact updated_at)."""
+
+import itertools
+import secrets
+
+from django.core.files.base import ContentFile
+from django.utils import timezone
+
+from accounts.models import Attachment, AttachmentTransaction
+from tickets.models import Message, Tag, Ticket
+
+_numbers = itertools.count(1)
+
+
+def make_ticket(license, *, silo="tickets", updated_at=None, parent=None, messages=2) -> Ticket:
+    number = next(_numbers)
+    ticket = Ticket.objects.create(
+        license=license,
+        number=number,
+        short_id=str(number),
+        subject=f"Ticket {number}",
+        requester_email="client@example.com",
+        silo=silo,
+        parent=parent,
+        updated_at=updated_at or timezone.now(),
+    )
+    for i in range(messages):
+        Message.objects.create(license=license, ticket=ticket, text=f"message {i}")
+    tag, _ = Tag.objects.get_or_create(license=license, name="billing")
+    ticket.tags.add(tag)
+    if license.default_team_id:
+        ticket.teams.add(license.default_team)
+    return ticket
+
+
+def attach_file(ticket, content=b"hello") -> Attachment:
+    """A message with an attachment stored through Django's storage, as the services bind it."""
+    txn = AttachmentTransaction.objects.create(
+        license=ticket.license, bound_type="ticket", bound_id=ticket.pk
+    )
+    Message.objects.create(license=ticket.license, ticket=ticket, text="see attached", transaction=txn)
+    attachment = Attachment(
+        license=ticket.license,
+        transaction=txn,
+        name="file.txt",
+        content_type="text/plain",
+        size=len(content),
+        sha256="0" * 64,
+        token=secrets.token_urlsafe(24),
+    )
+    attachment.file.save("file.txt", ContentFile(content), save=False)
+    attachment.save()
+    return attachment

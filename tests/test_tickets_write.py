@@ -1,0 +1,340 @@
+"""Ticket writes through the API: create, get, update (fields, reply, silo moves), delete, merge, roles."""
+
+import datetime
+import json
+
+import pytest
+import time_machine
+
+from accounts.models import License
+from tests.factories import AgentFactory, TagFactory, TeamFactory, TicketFactory
+from tickets.models import Message, Ticket
+
+TICKET_KEYS = [
+    "ID", "licenseID", "createdAt", "updatedAt", "createdBy", "updatedBy", "createdByType", "shortID",
+    "lastMessageAt", "parent", "children", "status", "priority", "subject", "teamIDs", "requester",
+    "peopleInTheLoop", "tagIDs", "followers", "assignment", "customFields", "ratingRequeestSent", "rating", "silo",
+    "language",
+]  # fmt: skip
+
+
+def _create_body(**extra):
+    return {
+        "subject": "Order 1234 has not arrived",
+        "requester": {"email": "Jane@Example.com", "name": "Jane Doe"},
+        "message": {"text": "Hello, my parcel has not arrived yet. Could you check it please?"},
+        **extra,
+    }
+
+
+def test_it_creates_a_ticket_with_the_contract_shape(owner):
+    # when
+    response = owner.client.post("/v1/tickets", _create_body(), format="json")
+    # then
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert list(body) == TICKET_KEYS
+    assert body["requester"] == {"email": "jane@example.com", "name": "Jane Doe"}
+    assert body["status"] == "open"
+    assert body["priority"] == 0
+    assert body["silo"] == "tickets"
+    assert body["ratingRequeestSent"] is False
+    assert body["rating"] is None
+    assert body["parent"] is None and body["children"] == []
+    assert body["teamIDs"] == [str(owner.license.default_team_id)]
+    assert body["assignment"] == {"team": None, "agent": None}
+    assert body["language"] == "en"
+    assert body["shortID"] == "1"
+    assert body["createdAt"].endswith("Z") and body["lastMessageAt"] == body["createdAt"]
+    assert body["createdBy"] == str(owner.account.pk)
+    assert body["createdByType"] == "agent"
+
+
+def test_short_ids_are_a_sequence_per_license(owner, outsider):
+    # when
+    ids = [
+        owner.client.post("/v1/tickets", _create_body(), format="json").json()["shortID"] for _ in range(3)
+    ]
+    other = outsider.client.post("/v1/tickets", _create_body(), format="json").json()["shortID"]
+    # then
+    assert ids == ["1", "2", "3"]
+    assert other == "1"
+
+
+def test_it_creates_with_every_optional_field(owner):
+    # given
+    team = TeamFactory(license=owner.license)
+    tag = TagFactory(license=owner.license)
+    helper = AgentFactory(license=owner.license)
+    # when
+    response = owner.client.post(
+        "/v1/tickets",
+        _create_body(
+            status="pending",
+            priority=20,
+            teamIDs=[str(team.pk)],
+            assignment={"team": {"ID": str(team.pk)}, "agent": {"ID": str(helper.pk)}},
+            tagIDs=[str(tag.pk)],
+            followers=[str(helper.pk)],
+            customFields={"orderNo": "1234"},
+            peopleInTheLoop=[{"email": "boss@example.com", "name": "Boss"}, {"email": "BOSS@example.com"}],
+        ),
+        format="json",
+    )
+    # then
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert body["status"] == "pending" and body["priority"] == 20
+    assert body["teamIDs"] == [str(team.pk)]
+    assert body["assignment"] == {
+        "team": {"ID": str(team.pk), "name": team.name},
+        "agent": {"ID": str(helper.pk), "name": helper.name},
+    }
+    assert body["tagIDs"] == [str(tag.pk)]
+    assert body["followers"] == [str(helper.pk)]
+    assert body["customFields"] == {"orderNo": "1234"}
+    assert body["peopleInTheLoop"] == [{"email": "boss@example.com", "name": "Boss"}]
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("teamIDs", ["{other_team}"]),
+        ("tagIDs", ["{other_tag}"]),
+        ("followers", ["{other_agent}"]),
+        ("assignment", {"team": {"ID": "{other_team}"}}),
+        ("assignment", {"agent": {"ID": "{other_agent}"}}),
+        ("priority", 5),
+        ("status", "done"),
+        ("subjekt", "typo"),
+    ],
+)
+def test_it_rejects_bad_or_foreign_values_naming_the_field(owner, other_license, field, value):
+    # given objects of another license
+    ids = {
+        "other_team": str(other_license.default_team_id),
+        "other_tag": str(TagFactory(license=other_license).pk),
+        "other_agent": str(other_license.agents.get().pk),
+    }
+    value = json.loads(
+        json.dumps(value)
+        .replace("{other_team}", ids["other_team"])
+        .replace("{other_tag}", ids["other_tag"])
+        .replace("{other_agent}", ids["other_agent"])
+    )
+    # when
+    response = owner.client.post("/v1/tickets", _create_body(**{field: value}), format="json")
+    # then
+    assert response.status_code == 400, response.content
+    assert field in response.json()["details"]
+    assert not Ticket.objects.exists()
+
+
+def test_a_viewer_cannot_write_but_reads(owner, viewer):
+    # given
+    ticket = TicketFactory(license=owner.license)
+    # when / then
+    assert viewer.client.post("/v1/tickets", _create_body(), format="json").status_code == 403
+    assert (
+        viewer.client.patch(f"/v1/tickets/{ticket.pk}", {"status": "closed"}, format="json").status_code
+        == 403
+    )
+    assert viewer.client.delete(f"/v1/tickets/{ticket.pk}").status_code == 403
+    assert viewer.client.get(f"/v1/tickets/{ticket.pk}").status_code == 200
+    assert viewer.client.get("/v1/tickets").status_code == 200
+
+
+def test_a_normal_agent_creates_and_updates(agent):
+    # when
+    created = agent.client.post("/v1/tickets", _create_body(), format="json")
+    updated = agent.client.patch(f"/v1/tickets/{created.json()['ID']}", {"status": "solved"}, format="json")
+    # then
+    assert created.status_code == 201
+    assert updated.status_code == 200 and updated.json()["status"] == "solved"
+
+
+def test_an_update_keeps_the_times_true(owner):
+    # given
+    with time_machine.travel(datetime.datetime(2026, 1, 1, 10, tzinfo=datetime.UTC), tick=False):
+        ticket = TicketFactory(license=owner.license)
+    # when the status changes
+    with time_machine.travel(datetime.datetime(2026, 1, 2, 10, tzinfo=datetime.UTC), tick=False):
+        response = owner.client.patch(f"/v1/tickets/{ticket.pk}", {"status": "pending"}, format="json")
+    # and later only the priority
+    with time_machine.travel(datetime.datetime(2026, 1, 3, 10, tzinfo=datetime.UTC), tick=False):
+        owner.client.patch(f"/v1/tickets/{ticket.pk}", {"priority": 10}, format="json")
+    # then
+    assert response.json()["updatedAt"] == "2026-01-02T10:00:00.000Z"
+    ticket.refresh_from_db()
+    assert ticket.status_changed_at == datetime.datetime(2026, 1, 2, 10, tzinfo=datetime.UTC)
+    assert ticket.updated_at == datetime.datetime(2026, 1, 3, 10, tzinfo=datetime.UTC)
+    assert ticket.created_at == datetime.datetime(2026, 1, 1, 10, tzinfo=datetime.UTC)
+
+
+def test_a_reply_moves_the_message_times(owner):
+    # given
+    with time_machine.travel(datetime.datetime(2026, 1, 1, 10, tzinfo=datetime.UTC), tick=False):
+        ticket = TicketFactory(license=owner.license)
+    # when an agent replies publicly, then privately, then the client writes
+    with time_machine.travel(datetime.datetime(2026, 1, 2, 10, tzinfo=datetime.UTC), tick=False):
+        owner.client.patch(f"/v1/tickets/{ticket.pk}", {"message": {"text": "We are on it."}}, format="json")
+    with time_machine.travel(datetime.datetime(2026, 1, 3, 10, tzinfo=datetime.UTC), tick=False):
+        owner.client.patch(
+            f"/v1/tickets/{ticket.pk}",
+            {"message": {"text": "internal note", "isPrivate": True}},
+            format="json",
+        )
+    with time_machine.travel(datetime.datetime(2026, 1, 4, 10, tzinfo=datetime.UTC), tick=False):
+        owner.client.patch(
+            f"/v1/tickets/{ticket.pk}",
+            {"message": {"text": "Thanks!"}, "author": {"type": "client"}},
+            format="json",
+        )
+    # then
+    ticket.refresh_from_db()
+    assert ticket.last_agent_message_at == datetime.datetime(2026, 1, 2, 10, tzinfo=datetime.UTC)
+    assert ticket.last_client_message_at == datetime.datetime(2026, 1, 4, 10, tzinfo=datetime.UTC)
+    assert ticket.last_message_at == datetime.datetime(2026, 1, 4, 10, tzinfo=datetime.UTC)
+    assert Message.objects.filter(ticket=ticket).count() == 4
+    assert Message.objects.get(ticket=ticket, is_private=True).author_agent == owner.agent
+
+
+@pytest.mark.parametrize("silo", ["archive", "spam", "trash"])
+def test_read_only_silos_refuse_changes_but_allow_moving_back(owner, silo):
+    # given
+    ticket = TicketFactory(license=owner.license, silo=silo)
+    # when
+    refused = owner.client.patch(f"/v1/tickets/{ticket.pk}", {"status": "closed"}, format="json")
+    reply = owner.client.patch(f"/v1/tickets/{ticket.pk}", {"message": {"text": "hi"}}, format="json")
+    moved = owner.client.patch(f"/v1/tickets/{ticket.pk}", {"silo": "tickets"}, format="json")
+    # then
+    assert refused.status_code == 409 and refused.json()["code"] == "read_only_silo"
+    assert reply.status_code == 409
+    assert moved.status_code == 200 and moved.json()["silo"] == "tickets"
+    assert (
+        owner.client.patch(f"/v1/tickets/{ticket.pk}", {"status": "closed"}, format="json").status_code == 200
+    )
+
+
+def test_delete_moves_to_trash(owner):
+    # given
+    ticket = TicketFactory(license=owner.license)
+    # when
+    response = owner.client.delete(f"/v1/tickets/{ticket.pk}")
+    # then
+    assert response.status_code == 204
+    ticket.refresh_from_db()
+    assert ticket.silo == "trash"
+    assert owner.client.get(f"/v1/tickets/{ticket.pk}").json()["silo"] == "trash"
+
+
+def test_merge_links_parent_and_children(owner):
+    # given
+    parent = TicketFactory(license=owner.license)
+    child = TicketFactory(license=owner.license)
+    # when
+    response = owner.client.post(
+        f"/v1/tickets/{parent.pk}/childTickets", {"childTicketID": str(child.pk)}, format="json"
+    )
+    # then
+    assert response.status_code == 201, response.content
+    assert response.json()["children"] == [
+        {"ID": str(child.pk), "shortID": child.short_id, "subject": child.subject}
+    ]
+    assert owner.client.get(f"/v1/tickets/{child.pk}").json()["parent"] == {
+        "ID": str(parent.pk),
+        "shortID": parent.short_id,
+        "subject": parent.subject,
+    }
+
+
+def test_merge_is_bounded_by_the_license_setting(owner):
+    # given a license that allows two children
+    License.objects.filter(pk=owner.license.pk).update(
+        settings={**owner.license.settings, "maxChildTicketsPerTicket": 2}
+    )
+    parent = TicketFactory(license=owner.license)
+    children = [TicketFactory(license=owner.license) for _ in range(3)]
+    # when
+    statuses = [
+        owner.client.post(
+            f"/v1/tickets/{parent.pk}/childTickets", {"childTicketID": str(c.pk)}, format="json"
+        )
+        for c in children
+    ]
+    # then
+    assert [s.status_code for s in statuses] == [201, 201, 409]
+    assert statuses[2].json()["code"] == "max_child_tickets"
+
+
+def test_merge_refuses_itself_twice_and_foreign_tickets(owner, other_license):
+    # given
+    parent, child = TicketFactory(license=owner.license), TicketFactory(license=owner.license)
+    foreign = TicketFactory(license=other_license)
+    url = f"/v1/tickets/{parent.pk}/childTickets"
+    # when / then
+    assert owner.client.post(url, {"childTicketID": str(parent.pk)}, format="json").status_code == 409
+    assert owner.client.post(url, {"childTicketID": str(foreign.pk)}, format="json").status_code == 400
+    assert owner.client.post(url, {"childTicketID": str(child.pk)}, format="json").status_code == 201
+    again = owner.client.post(url, {"childTicketID": str(child.pk)}, format="json")
+    assert again.status_code == 409 and again.json()["code"] == "merge_already_merged"
+    nested = owner.client.post(
+        f"/v1/tickets/{child.pk}/childTickets",
+        {"childTicketID": str(TicketFactory(license=owner.license).pk)},
+        format="json",
+    )
+    assert nested.status_code == 409
+
+
+def test_an_outsider_cannot_touch_tickets(owner, outsider):
+    # given
+    ticket = TicketFactory(license=owner.license)
+    # when / then
+    assert outsider.client.get(f"/v1/tickets/{ticket.pk}").status_code == 404
+    assert (
+        outsider.client.patch(f"/v1/tickets/{ticket.pk}", {"status": "closed"}, format="json").status_code
+        == 404
+    )
+    assert outsider.client.get("/v1/tickets").json() == []
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_short_ids_stay_unique_under_concurrent_creates():
+    import threading
+
+    from django.db import connection
+
+    from tests.factories import LicenseFactory
+
+    # given
+    license = LicenseFactory()
+    numbers, errors = [], []
+
+    def create():
+        try:
+            numbers.append(TicketFactory(license=license).number)
+        except Exception as error:  # pragma: no cover - reported below
+            errors.append(error)
+        finally:
+            connection.close()
+
+    # when eight requests create tickets at once
+    threads = [threading.Thread(target=create) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    # then
+    assert not errors
+    assert sorted(numbers) == list(range(1, 9))
+
+
+def test_an_empty_team_list_falls_back_to_the_default_team(owner):
+    # given
+    team = TeamFactory(license=owner.license)
+    ticket = TicketFactory(license=owner.license, teams=[team])
+    # when
+    response = owner.client.patch(f"/v1/tickets/{ticket.pk}", {"teamIDs": []}, format="json")
+    # then
+    assert response.json()["teamIDs"] == [str(owner.license.default_team_id)]

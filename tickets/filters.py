@@ -1,0 +1,374 @@
+"""`TicketFilterSet`: the declarative allowlist of ticket search parameters (`GET /v1/tickets`).
+
+Parameter names are the contract's, letter for letter, including `[]` and `.` (`teamIDs[]`, `assignment.agentID`):
+such names cannot be Python attributes, so they are declared through the class namespace (`locals().update`),
+which the FilterSet metaclass reads like any other declaration. Every invalid value is a 400 naming the
+parameter (the form's errors, raised by DjangoFilterBackend). Absent parameters filter nothing, except `status`
+(absent: `open`) and `silo` (absent: `tickets`). Pagination parameters belong to the paginator.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import uuid
+
+import django_filters
+from django import forms
+from django.db.models import Exists, OuterRef, Q
+from django.http import QueryDict
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework.exceptions import ValidationError
+
+from accounts.models import Agent, Team
+from helpdesk.api.relative_dates import RelativeDateRange, TimezoneFilter
+from tickets import search
+from tickets.models import PRIORITIES, SILOS, STATUSES, Tag, Ticket
+
+NONE = "none"
+FLAGS = {"Y": True, "1": True, "N": False, "0": False}
+PRIORITY_OPS = {"eq": "exact", "gt": "gt", "lt": "lt", "gte": "gte", "lte": "lte"}
+RATINGS = ["good", "bad", "none", "rated"]
+CUSTOM_FIELDS_PREFIX = "customFields."
+API_KEY = re.compile(r"[A-Za-z0-9_-]{1,100}")
+MAX_LIST_ITEMS = 100
+_UUID_ARRAY = {"type": "array", "items": {"type": "string", "format": "uuid"}}
+_STR_ARRAY = {"type": "array", "items": {"type": "string"}}
+
+# --- form fields ------------------------------------------------------------------------------------------
+
+
+class ChoiceWithDefault(forms.ChoiceField):
+    """An enum; absent → `default` (present but empty is invalid like any other wrong value)."""
+
+    def __init__(self, *, choices, default=None, **kwargs):
+        super().__init__(choices=[(c, c) for c in choices], required=False, **kwargs)
+        self.default = default
+
+    def clean(self, value):
+        if value is None:
+            return self.default
+        if value == "":
+            raise forms.ValidationError(f"Must be one of: {', '.join(str(c) for c, _ in self.choices)}.")
+        return super().clean(value)
+
+
+class BooleanParam(forms.Field):
+    TRUE, FALSE = {"true", "1", "y", "yes"}, {"false", "0", "n", "no"}
+
+    def clean(self, value):
+        if value is None:
+            return None
+        lowered = value.strip().lower()
+        if lowered in self.TRUE:
+            return True
+        if lowered in self.FALSE:
+            return False
+        raise forms.ValidationError("Must be true or false.")
+
+
+class FlagParam(forms.Field):
+    """hasAssignee/hasParent/hasTags: `Y`, `N`, `0`, `1`."""
+
+    def clean(self, value):
+        if value is None:
+            return None
+        if value not in FLAGS:
+            raise forms.ValidationError("Must be one of: Y, N, 0, 1.")
+        return FLAGS[value]
+
+
+def _uuid(value: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(value)
+    except (ValueError, AttributeError, TypeError):
+        raise forms.ValidationError(f"'{value}' is not a valid UUID.") from None
+
+
+class UUIDParam(forms.Field):
+    """A UUID, or also `none` when `allow_none`."""
+
+    def __init__(self, *, allow_none=False, **kwargs):
+        super().__init__(required=False, **kwargs)
+        self.allow_none = allow_none
+
+    def clean(self, value):
+        if value is None:
+            return None
+        if self.allow_none and value == NONE:
+            return NONE
+        return _uuid(value)
+
+
+class ListParam(forms.Field):
+    """An array parameter (`name[]=a&name[]=b`): each item validated by `item`; absent → None."""
+
+    widget = forms.MultipleHiddenInput
+
+    def __init__(self, *, item, **kwargs):
+        super().__init__(required=False, **kwargs)
+        self.item = item
+
+    def clean(self, value):
+        if not value:
+            return None
+        if len(value) > MAX_LIST_ITEMS:
+            raise forms.ValidationError(f"At most {MAX_LIST_ITEMS} values.")
+        return list(dict.fromkeys(self.item(v) for v in value))
+
+
+def _language(value: str) -> str:
+    if value not in search.LANGUAGE_CHOICES:
+        raise forms.ValidationError(f"'{value}' is not a language code of the spec's list (or 'none').")
+    return value
+
+
+def _api_key(value: str) -> str:
+    if not API_KEY.fullmatch(value):
+        raise forms.ValidationError(f"'{value}' is not a custom field apiKey.")
+    return value
+
+
+class CustomFieldsWidget(forms.Widget):
+    """Collects every `customFields.<apiKey>=<value>` of the query string as (apiKey, value) pairs."""
+
+    def value_from_datadict(self, data, files, name):
+        prefix = name + "."
+        pairs = [
+            (key[len(prefix) :], value)
+            for key in data
+            if key.startswith(prefix)
+            for value in data.getlist(key)
+        ]
+        return pairs or None
+
+
+class CustomFieldsParam(forms.Field):
+    widget = CustomFieldsWidget
+
+    def clean(self, value):
+        if not value:
+            return None
+        for key, _ in value:
+            _api_key(key)
+        return value
+
+
+# --- filters ----------------------------------------------------------------------------------------------
+
+
+class ParamFilter(django_filters.Filter):
+    """A filter whose form field is given as an instance factory (so each carries its own options)."""
+
+    def __init__(self, field, *args, **kwargs):
+        self._field_factory = field
+        super().__init__(*args, **kwargs)
+
+    @property
+    def field(self):
+        if not hasattr(self, "_field"):
+            self._field = self._field_factory()
+            self._field.label = self.field_name
+        return self._field
+
+
+def _through(name):
+    return getattr(Ticket, name).through.objects
+
+
+class TicketFilterSet(django_filters.FilterSet):
+    status = ParamFilter(lambda: ChoiceWithDefault(choices=STATUSES, default="open"), field_name="status")
+    spam = ParamFilter(BooleanParam, method="filter_nothing")
+    silo = ParamFilter(lambda: ChoiceWithDefault(choices=SILOS, default="tickets"), method="filter_silo")
+    subject = ParamFilter(lambda: forms.CharField(required=False, max_length=500), lookup_expr="icontains")
+    hasAssignee = ParamFilter(FlagParam, field_name="assignment_agent", method="filter_has")
+    hasParent = ParamFilter(FlagParam, field_name="parent", method="filter_has")
+    hasTags = ParamFilter(FlagParam, method="filter_has_tags")
+    shortID = ParamFilter(lambda: forms.CharField(required=False, max_length=20), field_name="short_id")
+    query = ParamFilter(lambda: forms.CharField(required=False, max_length=500), method="filter_query")
+    parentTicketID = ParamFilter(UUIDParam, field_name="parent_id")
+    follower = ParamFilter(UUIDParam, method="filter_follower")
+    rating = ParamFilter(lambda: ChoiceWithDefault(choices=RATINGS), method="filter_rating")
+    priority = ParamFilter(
+        lambda: forms.TypedChoiceField(
+            choices=[(str(p), str(p)) for p in PRIORITIES], coerce=int, required=False
+        ),
+        method="filter_priority",
+    )
+    priorityOp = ParamFilter(
+        lambda: ChoiceWithDefault(choices=list(PRIORITY_OPS), default="eq"), method="filter_nothing"
+    )
+    timezone = TimezoneFilter()
+    createdDate = RelativeDateRange("created_at")
+    updatedDate = RelativeDateRange("updated_at")
+    lastMessage = RelativeDateRange("last_message_at")
+    statusChangedDate = RelativeDateRange("status_changed_at")
+    lastAgentMessage = RelativeDateRange("last_agent_message_at")
+    lastClientMessage = RelativeDateRange("last_client_message_at")
+    customFields = ParamFilter(CustomFieldsParam, method="filter_custom_fields")
+    locals().update(
+        {
+            "customFieldsExist[]": ParamFilter(
+                lambda: ListParam(item=_api_key), method="filter_custom_fields_exist"
+            ),
+            "teamIDs[]": ParamFilter(lambda: ListParam(item=_uuid), method="filter_teams"),
+            "tagIDs[]": ParamFilter(lambda: ListParam(item=_uuid), method="filter_tags"),
+            "language[]": ParamFilter(
+                lambda: ListParam(item=_language), field_name="language", lookup_expr="in"
+            ),
+            "assignment.teamID": ParamFilter(
+                lambda: UUIDParam(allow_none=True), field_name="assignment_team", method="filter_assignment"
+            ),
+            "assignment.agentID": ParamFilter(
+                lambda: UUIDParam(allow_none=True), field_name="assignment_agent", method="filter_assignment"
+            ),
+        }
+    )
+
+    class Meta:
+        model = Ticket
+        fields: list[str] = []
+
+    # IDs named by these parameters must exist in the caller's license (else 400 naming the parameter).
+    RELATED = {
+        "teamIDs[]": Team,
+        "assignment.teamID": Team,
+        "tagIDs[]": Tag,
+        "follower": Agent,
+        "assignment.agentID": Agent,
+    }
+
+    def __init__(self, data=None, queryset=None, *, request=None, prefix=None):
+        # django-filter deep-copies every filter, and so every form field, per request (~1.5 ms for this
+        # many parameters). The filters keep no per-request state but `model` and `parent`, so shallow copies
+        # sharing form fields built once will do; the form class is built once too (a form copies its fields).
+        if queryset is None:
+            queryset = self._meta.model._default_manager.all()
+        self.is_bound = data is not None
+        self.data = data or QueryDict()
+        self.queryset = queryset
+        self.request = request
+        self.form_prefix = prefix
+        self.filters = {}
+        for name, shared in self._prepared_filters().items():
+            filter_ = copy.copy(shared)
+            filter_.model, filter_.parent = queryset.model, self
+            if filter_.method is not None:
+                filter_.method = filter_.method  # rebinds its FilterMethod to this copy
+            self.filters[name] = filter_
+
+    @classmethod
+    def _prepared_filters(cls):
+        if not cls.__dict__.get("_prepared"):
+            for filter_ in cls.base_filters.values():
+                filter_.field  # noqa: B018 - builds and caches the form field
+            cls._prepared = True
+        return cls.base_filters
+
+    def get_form_class(self):
+        cls = type(self)
+        if cls.__dict__.get("_form_class") is None:
+            cls._form_class = super().get_form_class()
+        return cls._form_class
+
+    @property
+    def license(self):
+        return self.request.license
+
+    def filter_queryset(self, queryset):
+        self._check_related()
+        return super().filter_queryset(queryset)
+
+    def _check_related(self) -> None:
+        wanted: dict[type, dict[uuid.UUID, str]] = {}
+        for param, model in self.RELATED.items():
+            value = self.form.cleaned_data.get(param)
+            values = value if isinstance(value, list) else [value]
+            for item in values:
+                if isinstance(item, uuid.UUID):
+                    wanted.setdefault(model, {})[item] = param
+        for model, ids in wanted.items():
+            found = set(
+                model.objects.for_license(self.license).filter(pk__in=ids).values_list("pk", flat=True)
+            )
+            for pk, param in ids.items():
+                if pk not in found:
+                    raise ValidationError({param: [f"'{pk}' does not exist in this license."]})
+
+    # --- methods (each gets the cleaned value; None/empty never reaches them) ---
+
+    @extend_schema_field(OpenApiTypes.STR)
+    def filter_nothing(self, queryset, name, value):
+        return queryset
+
+    @extend_schema_field(OpenApiTypes.STR)
+    def filter_silo(self, queryset, name, value):
+        silos = {value}
+        if self.form.cleaned_data.get("spam"):
+            silos.add("spam")
+        return queryset.filter(silo=value) if len(silos) == 1 else queryset.filter(silo__in=sorted(silos))
+
+    @extend_schema_field(OpenApiTypes.STR)
+    def filter_has(self, queryset, name, value):
+        return queryset.filter(**{f"{name}__isnull": not value})
+
+    @extend_schema_field(OpenApiTypes.STR)
+    def filter_has_tags(self, queryset, name, value):
+        tagged = Exists(_through("tags").filter(ticket_id=OuterRef("pk")))
+        return queryset.filter(tagged if value else ~tagged)
+
+    @extend_schema_field(OpenApiTypes.STR)
+    def filter_query(self, queryset, name, value):
+        value = value.strip()
+        if not value:
+            return queryset
+        return queryset.filter(search.query_q(value, self.license.detected_languages or []))
+
+    @extend_schema_field(OpenApiTypes.UUID)
+    def filter_follower(self, queryset, name, value):
+        return queryset.filter(Exists(_through("followers").filter(ticket_id=OuterRef("pk"), agent_id=value)))
+
+    @extend_schema_field(OpenApiTypes.STR)
+    def filter_rating(self, queryset, name, value):
+        if value == "none":
+            return queryset.filter(rating_score="")
+        if value == "rated":
+            return queryset.exclude(rating_score="")
+        return queryset.filter(rating_score=value)
+
+    @extend_schema_field(OpenApiTypes.INT)
+    def filter_priority(self, queryset, name, value):
+        op = PRIORITY_OPS[self.form.cleaned_data.get("priorityOp") or "eq"]
+        return queryset.filter(**{f"priority__{op}": value})
+
+    @extend_schema_field(OpenApiTypes.STR)
+    def filter_custom_fields(self, queryset, name, pairs):
+        condition = Q()
+        for key, value in pairs:
+            condition &= Q(**{f"custom_fields__{key}": value})
+        return queryset.filter(condition)
+
+    @extend_schema_field(_STR_ARRAY)
+    def filter_custom_fields_exist(self, queryset, name, keys):
+        return queryset.filter(custom_fields__has_keys=keys)
+
+    @extend_schema_field(_UUID_ARRAY)
+    def filter_teams(self, queryset, name, team_ids):
+        return queryset.filter(
+            Exists(_through("teams").filter(ticket_id=OuterRef("pk"), team_id__in=team_ids))
+        )
+
+    @extend_schema_field(_UUID_ARRAY)
+    def filter_tags(self, queryset, name, tag_ids):
+        for tag_id in tag_ids:
+            queryset = queryset.filter(
+                Exists(_through("tags").filter(ticket_id=OuterRef("pk"), tag_id=tag_id))
+            )
+        return queryset
+
+    @extend_schema_field(OpenApiTypes.STR)
+    def filter_assignment(self, queryset, name, value):
+        if value == NONE:
+            return queryset.filter(**{f"{name}__isnull": True})
+        return queryset.filter(**{f"{name}_id": value})

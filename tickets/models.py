@@ -1,0 +1,172 @@
+"""Tickets, their messages, tags, and the per-license short-ID sequence.
+
+The search path (`GET /v1/tickets`) is the hottest path of the product, so the indexes here mirror its queries:
+every one starts with the license, then the silo and status that every search carries (defaults `tickets` and
+`open`), then the sort column and the ID (the cursor's composite key), so that a page is an index range scan and
+a count is index-only. The PostgreSQL-only parts (tsvector column, GIN indexes) are created by a migration that
+does nothing on SQLite.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.contrib.postgres.search import SearchVectorField
+from django.db import models
+from django.db.models.functions import Lower
+from django.utils import timezone
+
+from accounts.models import Agent, AttachmentTransaction, License, LicenseOwned, Stamped, Team
+
+STATUSES = ["open", "pending", "onhold", "solved", "closed"]
+PRIORITIES = [-10, 0, 10, 20]
+SILOS = ["tickets", "archive", "spam", "trash"]
+READ_ONLY_SILOS = {"archive", "spam", "trash"}
+RATINGS = ["good", "bad"]
+AUTHOR_TYPES = ["agent", "client", "system"]
+NO_LANGUAGE = "none"
+
+
+class Tag(LicenseOwned, Stamped):
+    """A label on tickets; names are unique per license (case-insensitive)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    name = models.CharField(max_length=100)
+
+    class Meta:
+        constraints = [models.UniqueConstraint("license", Lower("name"), name="tag_name_unique_per_license")]
+
+    def __str__(self):
+        return self.name
+
+
+class TicketSequence(LicenseOwned):
+    """The last short ID handed out in a license (one row per license, incremented under its row lock)."""
+
+    last_number = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint("license", name="ticket_sequence_one_per_license")]
+
+
+def _search_index(name: str, *fields: str) -> models.Index:
+    return models.Index(fields=["license", "silo", "status", *fields, "id"], name=name)
+
+
+def _license_fk(related_name: str):
+    # The composite indexes below all lead with the license; a separate single-column index would only
+    # cost writes.
+    return models.ForeignKey(License, on_delete=models.CASCADE, related_name=related_name, db_index=False)
+
+
+class Ticket(LicenseOwned, Stamped):
+    """A customer request: who asked, what about, who handles it, where it is (silo) and how it stands (status).
+
+    `last_*_at`, `status_changed_at` and `language` are maintained by tickets.services on every write.
+    `search_text` holds what full-text search reads (subject, requester, shortID, message text); on
+    PostgreSQL `search_vector` is its tsvector, refreshed in the same transaction.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    license = _license_fk("tickets")
+    number = models.BigIntegerField()
+    short_id = models.CharField(max_length=20)
+    status = models.CharField(max_length=10, choices=[(s, s) for s in STATUSES], default="open")
+    priority = models.SmallIntegerField(choices=[(p, str(p)) for p in PRIORITIES], default=0)
+    silo = models.CharField(max_length=10, choices=[(s, s) for s in SILOS], default="tickets")
+    subject = models.CharField(max_length=500)
+    requester_email = models.EmailField(max_length=254)
+    requester_name = models.CharField(max_length=200, blank=True)
+    people_in_the_loop = models.JSONField(default=list, blank=True)
+    assignment_team = models.ForeignKey(
+        Team, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False
+    )
+    assignment_agent = models.ForeignKey(
+        Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False
+    )
+    custom_fields = models.JSONField(default=dict, blank=True)
+    rating_requeest_sent = models.BooleanField(default=False)
+    rating_score = models.CharField(max_length=4, blank=True, default="", choices=[(r, r) for r in RATINGS])
+    rating_comment = models.TextField(blank=True)
+    rated_at = models.DateTimeField(null=True, blank=True)
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children", db_index=False
+    )
+    language = models.CharField(max_length=8, default=NO_LANGUAGE)
+    status_changed_at = models.DateTimeField(default=timezone.now)
+    # Not null (the cursor's sort key): the time of the last public message, or the creation time before one.
+    last_message_at = models.DateTimeField(default=timezone.now)
+    last_agent_message_at = models.DateTimeField(null=True, blank=True)
+    last_client_message_at = models.DateTimeField(null=True, blank=True)
+    search_text = models.TextField(blank=True, default="")
+    # PostgreSQL only (a plain unused column on SQLite); written by tickets.search.reindex().
+    search_vector = SearchVectorField(null=True, editable=False)
+    teams = models.ManyToManyField(Team, related_name="tickets", blank=True, db_table="tickets_ticket_teams")
+    tags = models.ManyToManyField(Tag, related_name="tickets", blank=True, db_table="tickets_ticket_tags")
+    followers = models.ManyToManyField(
+        Agent, related_name="followed_tickets", blank=True, db_table="tickets_ticket_followers"
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint("license", "short_id", name="ticket_short_id_unique_per_license"),
+            models.UniqueConstraint("license", "number", name="ticket_number_unique_per_license"),
+        ]
+        indexes = [
+            _search_index("ticket_lic_silo_st_created", "created_at"),
+            _search_index("ticket_lic_silo_st_updated", "updated_at"),
+            _search_index("ticket_lic_silo_st_lastmsg", "last_message_at"),
+            # "my tickets" and "team inbox": assignment first, then the inbox's columns
+            models.Index(
+                fields=["license", "assignment_agent", "silo", "status", "created_at", "id"],
+                name="ticket_lic_agent_created",
+            ),
+            models.Index(
+                fields=["license", "assignment_team", "silo", "status", "created_at", "id"],
+                name="ticket_lic_team_created",
+            ),
+            models.Index(fields=["license", "parent"], name="ticket_lic_parent"),
+            # Narrow indexes that PostgreSQL combines (bitmap AND) for rare filter combinations, where an
+            # ordered scan would read a whole license looking for 20 matches.
+            models.Index(fields=["license", "priority", "silo", "status"], name="ticket_lic_priority"),
+            models.Index(fields=["license", "language", "silo", "status"], name="ticket_lic_language"),
+            models.Index(fields=["license", "rating_score", "silo", "status"], name="ticket_lic_rating"),
+        ]
+
+    def __str__(self):
+        return f"#{self.short_id} {self.subject}"
+
+    @property
+    def is_read_only(self) -> bool:
+        return self.silo in READ_ONLY_SILOS
+
+
+class Message(LicenseOwned):
+    """One message of a ticket's thread; public ones move the ticket's lastMessageAt."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    license = _license_fk("messages")
+    ticket = models.ForeignKey(Ticket, on_delete=models.CASCADE, related_name="messages", db_index=False)
+    text = models.TextField()
+    is_private = models.BooleanField(default=False)
+    author_type = models.CharField(max_length=10, choices=[(a, a) for a in AUTHOR_TYPES], default="agent")
+    author_agent = models.ForeignKey(
+        Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False
+    )
+    transaction = models.ForeignKey(
+        AttachmentTransaction,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        db_index=False,
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["license", "ticket", "created_at"], name="message_lic_ticket_created")
+        ]
+
+    def __str__(self):
+        return f"{self.author_type} message on {self.ticket_id}"

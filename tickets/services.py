@@ -1,0 +1,391 @@
+"""Writes of tickets, messages, tags and attachment transactions. The API and the admin call only these.
+
+Invariants kept here: short IDs are allocated per license under a row lock; related objects belong to the
+ticket's license; tickets in read-only silos change only by moving back; `updatedAt`, `statusChangedAt` and
+the message times follow every change; the language, the search text (and on PostgreSQL the tsvector) are
+refreshed in the same transaction; every write invalidates the license's cached search totals.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from accounts.models import Agent, Attachment, AttachmentTransaction, License
+from accounts.services import stamp_create, stamp_update
+from helpdesk.api.errors import Conflict, field_error
+from helpdesk.context import current_actor
+from tickets import counts, search
+from tickets.models import READ_ONLY_SILOS, Message, Tag, Ticket
+
+# --- helpers ------------------------------------------------------------------------------------------
+
+
+def _next_number(license: License) -> int:
+    """The license's next ticket number, in one statement (an upsert holds the row lock until commit)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO tickets_ticketsequence (license_id, last_number) VALUES (%s, 1) "
+            "ON CONFLICT (license_id) DO UPDATE SET last_number = tickets_ticketsequence.last_number + 1 "
+            "RETURNING last_number",
+            [license.pk],
+        )
+        return cursor.fetchone()[0]
+
+
+def _same_license(license: License, objects, field: str) -> None:
+    for obj in objects:
+        if obj is not None and obj.license_id != license.pk:
+            raise field_error(field, f"'{obj.pk}' does not exist in this license.")
+
+
+def _bind_transaction(license: License, transaction_id, ticket: Ticket) -> AttachmentTransaction | None:
+    if transaction_id is None:
+        return None
+    txn = AttachmentTransaction.objects.select_for_update().filter(license=license, pk=transaction_id).first()
+    if txn is None:
+        raise field_error("transactionID", f"'{transaction_id}' does not exist in this license.")
+    if txn.bound_id is not None and (txn.bound_type != "ticket" or txn.bound_id != ticket.pk):
+        raise Conflict("This transaction is already used by another object.", code="transaction_bound")
+    if txn.bound_id is None:
+        txn.bound_type, txn.bound_id = "ticket", ticket.pk
+        txn.save(update_fields=["bound_type", "bound_id"])
+    return txn
+
+
+def _note_language(license: License, language: str) -> None:
+    if language == search.NO_LANGUAGE or language in (license.detected_languages or []):
+        return
+    locked = License.objects.select_for_update().only("id", "detected_languages").get(pk=license.pk)
+    if language not in locked.detected_languages:
+        locked.detected_languages = sorted([*locked.detected_languages, language])
+        locked.save(update_fields=["detected_languages"])
+    license.detected_languages = locked.detected_languages
+
+
+def _refresh_text(ticket: Ticket) -> None:
+    """Language, search text and tsvector from the ticket's current subject and messages."""
+    texts = list(Message.objects.filter(ticket=ticket).order_by("created_at").values_list("text", flat=True))
+    ticket.language = search.detect_language("\n".join([ticket.subject, *texts]))
+    ticket.search_text = search.build_search_text(ticket, texts)
+    Ticket.objects.filter(pk=ticket.pk).update(language=ticket.language, search_text=ticket.search_text)
+    search.reindex(ticket)
+    _note_language(ticket.license, ticket.language)
+
+
+def _add_message(
+    ticket: Ticket, *, text: str, is_private: bool, author_type: str, author_agent, txn, now=None
+) -> Message:
+    now = now or timezone.now()
+    message = Message(
+        license_id=ticket.license_id,
+        ticket=ticket,
+        text=text,
+        is_private=is_private,
+        author_type=author_type,
+        author_agent=author_agent if author_type == "agent" else None,
+        transaction=txn,
+        created_at=now,
+    )
+    message.save()
+    if not is_private:
+        ticket.last_message_at = now
+        if author_type == "agent":
+            ticket.last_agent_message_at = now
+        elif author_type == "client":
+            ticket.last_client_message_at = now
+    return message
+
+
+def _apply_assignment(ticket: Ticket, assignment: dict) -> None:
+    if "team" in assignment:
+        ticket.assignment_team = assignment["team"]
+    if "agent" in assignment:
+        ticket.assignment_agent = assignment["agent"]
+
+
+def _set_relations(ticket: Ticket, *, teams=None, tags=None, followers=None) -> None:
+    license = ticket.license
+    if teams is not None:
+        _same_license(license, teams, "teamIDs")
+        ticket.teams.set(teams)
+    if tags is not None:
+        _same_license(license, tags, "tagIDs")
+        ticket.tags.set(tags)
+    if followers is not None:
+        _same_license(license, followers, "followers")
+        ticket.followers.set(followers)
+
+
+def _unique_people(people) -> list[dict]:
+    seen, unique = set(), []
+    for person in people or []:
+        email = person["email"].strip().lower()
+        if email not in seen:
+            seen.add(email)
+            unique.append({"email": email, "name": person.get("name", "")})
+    return unique
+
+
+# --- tickets --------------------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def ticket_create(
+    *,
+    license: License,
+    subject: str,
+    requester: dict,
+    message: dict,
+    author_type: str = "agent",
+    author_agent: Agent | None = None,
+    status: str = "open",
+    priority: int = 0,
+    teams=None,
+    assignment: dict | None = None,
+    tags=None,
+    followers=None,
+    custom_fields: dict | None = None,
+    people_in_the_loop=None,
+    transaction_id=None,
+) -> Ticket:
+    """A new ticket with its first message. No teams → the license's default team."""
+    assignment = assignment or {}
+    _same_license(license, [assignment.get("team"), assignment.get("agent")], "assignment")
+    number = _next_number(license)
+    ticket = Ticket(
+        license=license,
+        number=number,
+        short_id=str(number),
+        subject=subject,
+        requester_email=requester["email"],
+        requester_name=requester.get("name", ""),
+        status=status,
+        priority=priority,
+        custom_fields=custom_fields or {},
+        people_in_the_loop=_unique_people(people_in_the_loop),
+    )
+    _apply_assignment(ticket, assignment)
+    stamp_create(ticket)
+    ticket.status_changed_at = ticket.last_message_at = ticket.created_at
+    ticket.save()
+    txn = _bind_transaction(license, transaction_id, ticket)
+    _add_message(
+        ticket,
+        text=message["text"],
+        is_private=message.get("isPrivate", False),
+        author_type=author_type,
+        author_agent=author_agent,
+        txn=txn,
+        now=ticket.created_at,
+    )
+    ticket.save(update_fields=["last_message_at", "last_agent_message_at", "last_client_message_at"])
+    if not teams:
+        teams = [license.default_team] if license.default_team_id else []
+    if ticket.assignment_team is not None and ticket.assignment_team not in teams:
+        teams = [*teams, ticket.assignment_team]
+    _set_relations(ticket, teams=teams, tags=tags, followers=followers)
+    _refresh_text(ticket)
+    counts.invalidate(license.pk)
+    return ticket
+
+
+_UPDATABLE = ("status", "priority", "subject", "custom_fields", "silo")
+# Never the search columns: those are written by _refresh_text() only.
+_SAVED_ON_UPDATE = [
+    *_UPDATABLE, "assignment_team", "assignment_agent", "status_changed_at", "last_message_at",
+    "last_agent_message_at", "last_client_message_at", "updated_at", "updated_by",
+]  # fmt: skip
+
+
+@transaction.atomic
+def ticket_update(
+    *,
+    ticket: Ticket,
+    author_agent: Agent | None = None,
+    teams=None,
+    assignment: dict | None = None,
+    tags=None,
+    followers=None,
+    message: dict | None = None,
+    author_type: str = "agent",
+    transaction_id=None,
+    **fields,
+) -> Ticket:
+    """PATCH: fields, relations, silo moves and an optional reply. Read-only silos allow only `silo`."""
+    unknown = set(fields) - set(_UPDATABLE)
+    if unknown:
+        raise TypeError(f"unknown ticket fields {sorted(unknown)}")
+    ticket = Ticket.objects.select_for_update().select_related("license").get(pk=ticket.pk)
+    license = ticket.license
+    changes_other_than_silo = any(key != "silo" for key in fields) or any(
+        value is not None for value in (teams, assignment, tags, followers, message, transaction_id)
+    )
+    if ticket.silo in READ_ONLY_SILOS and changes_other_than_silo:
+        raise Conflict(
+            f"Tickets in '{ticket.silo}' are read-only; move the ticket back (silo) first.",
+            code="read_only_silo",
+        )
+    now = timezone.now()
+    if "status" in fields and fields["status"] != ticket.status:
+        ticket.status_changed_at = now
+    for key, value in fields.items():
+        setattr(ticket, key, value)
+    if assignment is not None:
+        _same_license(license, [assignment.get("team"), assignment.get("agent")], "assignment")
+        _apply_assignment(ticket, assignment)
+    txn = _bind_transaction(license, transaction_id, ticket)
+    if message is not None:
+        _add_message(
+            ticket,
+            text=message["text"],
+            is_private=message.get("isPrivate", False),
+            author_type=author_type,
+            author_agent=author_agent,
+            txn=txn,
+            now=now,
+        )
+    stamp_update(ticket)
+    ticket.save(update_fields=_SAVED_ON_UPDATE)
+    if teams is not None and not teams and license.default_team_id:
+        teams = [license.default_team]  # every ticket stays visible to at least one team
+    if ticket.assignment_team is not None and teams is not None and ticket.assignment_team not in teams:
+        teams = [*teams, ticket.assignment_team]
+    _set_relations(ticket, teams=teams, tags=tags, followers=followers)
+    if message is not None or "subject" in fields:
+        _refresh_text(ticket)
+    counts.invalidate(license.pk)
+    return ticket
+
+
+@transaction.atomic
+def ticket_delete(*, ticket: Ticket) -> Ticket:
+    """DELETE moves the ticket to the trash (purged 30 days after its last update)."""
+    ticket = Ticket.objects.select_for_update().get(pk=ticket.pk)
+    if ticket.silo != "trash":
+        ticket.silo = "trash"
+        stamp_update(ticket)
+        Ticket.objects.filter(pk=ticket.pk).update(
+            silo=ticket.silo, updated_at=ticket.updated_at, updated_by=ticket.updated_by
+        )
+        counts.invalidate(ticket.license_id)
+    return ticket
+
+
+@transaction.atomic
+def ticket_merge(*, ticket: Ticket, child: Ticket) -> Ticket:
+    """Make `child` a child of `ticket`, bounded by the license's maxChildTicketsPerTicket."""
+    if child.license_id != ticket.license_id:
+        raise field_error("childTicketID", f"'{child.pk}' does not exist in this license.")
+    if child.pk == ticket.pk:
+        raise Conflict("A ticket cannot be merged into itself.", code="merge_self")
+    # Lock both in a fixed order so that two concurrent merges cannot deadlock.
+    locked = {
+        t.pk: t
+        for t in Ticket.objects.select_for_update().filter(pk__in=[ticket.pk, child.pk]).order_by("pk")
+    }
+    ticket, child = locked[ticket.pk], locked[child.pk]
+    license = License.objects.get(pk=ticket.license_id)
+    for each in (ticket, child):
+        if each.silo in READ_ONLY_SILOS:
+            raise Conflict(f"Tickets in '{each.silo}' are read-only.", code="read_only_silo")
+    if ticket.parent_id is not None:
+        raise Conflict("This ticket is itself merged into another ticket.", code="merge_parent_is_child")
+    if child.parent_id is not None:
+        raise Conflict("That ticket is already merged into a ticket.", code="merge_already_merged")
+    if Ticket.objects.filter(license_id=license.pk, parent_id=child.pk).exists():
+        raise Conflict("A ticket with child tickets cannot become a child.", code="merge_child_has_children")
+    limit = int((license.settings or {}).get("maxChildTicketsPerTicket", 25))
+    if Ticket.objects.filter(license_id=license.pk, parent_id=ticket.pk).count() >= limit:
+        raise Conflict(
+            f"A ticket may have at most {limit} child tickets (maxChildTicketsPerTicket).",
+            code="max_child_tickets",
+        )
+    child.parent = ticket
+    stamp_update(child)
+    Ticket.objects.filter(pk=child.pk).update(
+        parent=ticket, updated_at=child.updated_at, updated_by=child.updated_by
+    )
+    stamp_update(ticket)
+    Ticket.objects.filter(pk=ticket.pk).update(updated_at=ticket.updated_at, updated_by=ticket.updated_by)
+    counts.invalidate(license.pk)
+    return ticket
+
+
+# --- tags -----------------------------------------------------------------------------------------------
+
+
+def _check_tag_name(license: License, name: str, exclude=None) -> None:
+    clash = Tag.objects.for_license(license).filter(name__iexact=name)
+    if exclude is not None:
+        clash = clash.exclude(pk=exclude.pk)
+    if clash.exists():
+        raise field_error("name", "A tag with this name already exists.", code="unique")
+
+
+@transaction.atomic
+def tag_create(*, license: License, name: str) -> Tag:
+    _check_tag_name(license, name)
+    tag = Tag(license=license, name=name)
+    stamp_create(tag)
+    tag.save()
+    return tag
+
+
+@transaction.atomic
+def tag_update(*, tag: Tag, name: str | None = None) -> Tag:
+    if name is not None:
+        _check_tag_name(tag.license, name, exclude=tag)
+        tag.name = name
+    stamp_update(tag)
+    tag.save()
+    return tag
+
+
+@transaction.atomic
+def tag_delete(*, tag: Tag) -> None:
+    license_id = tag.license_id
+    tag.delete()
+    counts.invalidate(license_id)  # tagIDs[] and hasTags results change
+
+
+# --- attachment transactions ---------------------------------------------------------------------------
+
+
+@transaction.atomic
+def transaction_create(*, license: License) -> AttachmentTransaction:
+    actor = current_actor()
+    from accounts.models import Account
+
+    account = Account.objects.filter(pk=actor.id).first() if actor.id else None
+    return AttachmentTransaction.objects.create(license=license, created_by=account)
+
+
+@transaction.atomic
+def attachments_add(*, txn: AttachmentTransaction, files) -> list[Attachment]:
+    """Store uploaded files through Django's storage API, with size, type, sha256 and a token."""
+    txn = AttachmentTransaction.objects.select_for_update().get(pk=txn.pk)
+    if txn.bound_id is not None:
+        raise Conflict("This transaction is already used; start a new one.", code="transaction_bound")
+    stored = []
+    for upload in files:
+        digest = hashlib.sha256()
+        for chunk in upload.chunks():
+            digest.update(chunk)
+        upload.seek(0)
+        attachment = Attachment(
+            license_id=txn.license_id,
+            transaction=txn,
+            name=upload.name[:255],
+            content_type=(upload.content_type or "application/octet-stream")[:255],
+            size=upload.size,
+            sha256=digest.hexdigest(),
+            token=secrets.token_urlsafe(24),
+        )
+        attachment.file.save(upload.name, upload, save=False)
+        attachment.save()
+        stored.append(attachment)
+    return stored

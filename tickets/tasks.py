@@ -1,0 +1,13 @@
+"""Celery tasks of tickets: thin, each calls one service."""
+
+from celery import shared_task
+
+from helpdesk.context import SCHEDULED_TASK, Actor, acting_as
+from tickets import purge
+
+
+@shared_task(ignore_result=True)
+def purge_expired_tickets() -> dict:
+    """Beat's hourly purge of the spam and trash silos (see CELERY_BEAT_SCHEDULE)."""
+    with acting_as(Actor(type=SCHEDULED_TASK)):
+        return purge.purge_expired(trigger="schedule").summary()
