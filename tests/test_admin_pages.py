@@ -9,7 +9,15 @@ from audit.models import AuditEntry
 from billing.models import Charge, IdempotencyRecord, Subscription
 from templates_app.models import Invitation, OutboundMessage, Template
 from tests.admin_helpers import form_data
-from tests.factories import AgentFactory, SubscriptionFactory, TeamFactory, TemplateFactory
+from tests.factories import (
+    AgentFactory,
+    SubscriptionFactory,
+    TagFactory,
+    TeamFactory,
+    TemplateFactory,
+    TicketFactory,
+)
+from tickets.models import Tag, Ticket
 
 
 @pytest.fixture
@@ -29,11 +37,12 @@ def world(license, owner):
     invited = AgentFactory(license=license, status="invited")
     Invitation.objects.create(license=license, agent=invited)
     services.token_issue(account=owner.account, name="cli")
+    TicketFactory(license=license, tags=[TagFactory(license=license)])
     return license
 
 
 MODELS = [Account, PersonalAccessToken, License, Agent, Team, Template, Subscription, Charge, IdempotencyRecord,
-          OutboundMessage, Invitation, AuditEntry]  # fmt: skip
+          OutboundMessage, Invitation, AuditEntry, Ticket, Tag]  # fmt: skip
 
 
 def _url(model, suffix=""):
@@ -51,7 +60,9 @@ def test_list_and_change_pages_load(superuser, world, model):
 
 
 @pytest.mark.parametrize(
-    "model", [Account, PersonalAccessToken, License, Agent, Team, Template], ids=lambda m: m.__name__
+    "model",
+    [Account, PersonalAccessToken, License, Agent, Team, Template, Ticket, Tag],
+    ids=lambda m: m.__name__,
 )
 def test_add_pages_load(superuser, world, model):
     assert superuser.get(_url(model, "add/")).status_code == 200

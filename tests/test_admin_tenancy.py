@@ -8,9 +8,17 @@ from audit.models import AuditEntry
 from billing.models import Subscription
 from templates_app.models import Template
 from tests.admin_helpers import form_data, staff
-from tests.factories import AgentFactory, LicenseFactory, SubscriptionFactory, TeamFactory
+from tests.factories import (
+    AgentFactory,
+    LicenseFactory,
+    SubscriptionFactory,
+    TagFactory,
+    TeamFactory,
+    TicketFactory,
+)
+from tickets.models import Tag, Ticket
 
-LICENSE_OWNED = [Agent, Team, Template, Subscription, AuditEntry]
+LICENSE_OWNED = [Agent, Team, Template, Subscription, AuditEntry, Ticket, Tag]
 
 
 def _url(model, suffix=""):
@@ -28,6 +36,8 @@ def theirs(other_license):
         Template: other_license.default_template,
         Subscription: Subscription.objects.get(license=other_license),
         AuditEntry: AuditEntry.objects.filter(license=other_license).first(),
+        Ticket: TicketFactory(license=other_license),
+        Tag: TagFactory(license=other_license),
     }
 
 
@@ -35,6 +45,8 @@ def theirs(other_license):
 def test_an_owner_lists_only_their_license(staff_owner, license, theirs, model):
     # given objects of both licenses
     SubscriptionFactory(license=license)
+    TicketFactory(license=license)
+    TagFactory(license=license)
     # when the owner lists them
     response = staff_owner.get(_url(model))
     # then only their license's are there

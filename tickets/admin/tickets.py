@@ -188,7 +188,11 @@ class TicketAdmin(LicenseScopedAdmin):
                 assignment=assignment,
             ).pk
             return
-        changed = set(form.changed_data)
+        changed = set(form.changed_data) - {"custom_fields"}
+        # Django's JSONField reports an empty object as changed every time: compare the values instead
+        data["custom_fields"] = data.get("custom_fields") or {}
+        if data["custom_fields"] != (form.initial.get("custom_fields") or {}):
+            changed.add("custom_fields")
         fields = {name: data[name] for name in _FIELDS if name in changed}
         relations = {name: list(data[name]) for name in _RELATIONS if name in changed}
         if changed & {"assignment_team", "assignment_agent"}:
