@@ -84,6 +84,8 @@ def test_the_silo_action_moves_tickets(superuser, license):
     assert response.status_code == 302
     assert sorted(Ticket.objects.values_list("silo", flat=True)) == ["spam", "spam", "tickets"]
     assert superuser.get(URL, {"silo__exact": "spam"}).context["cl"].result_count == 2
+    Ticket.objects.filter(pk=tickets[2].pk).update(priority=20)
+    assert list(superuser.get(URL, {"priority": "20"}).context["cl"].result_list) == [tickets[2]]
 
 
 def test_the_status_action_changes_all_or_none(superuser, license):

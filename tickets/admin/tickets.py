@@ -22,6 +22,21 @@ class TicketActionForm(ActionForm):
     status = forms.ChoiceField(choices=[("", "status…"), *[(s, s) for s in STATUSES]], required=False)
 
 
+PRIORITY_LABELS = {-10: "low", 0: "normal", 10: "high", 20: "urgent"}
+
+
+class PriorityListFilter(admin.SimpleListFilter):
+    title = "priority"
+    parameter_name = "priority"
+
+    def lookups(self, request, model_admin):
+        return [(str(value), label) for value, label in PRIORITY_LABELS.items()]
+
+    def queryset(self, request, queryset):
+        choices = {str(value): value for value in PRIORITY_LABELS}
+        return queryset.filter(priority=choices[self.value()]) if self.value() in choices else queryset
+
+
 class TicketForm(forms.ModelForm):
     requester_email = forms.EmailField(required=False)
     message = forms.CharField(
@@ -101,7 +116,7 @@ class TicketAdmin(LicenseScopedAdmin):
     list_display_links = ("short_id", "subject")
     list_select_related = ("license", "assignment_team", "assignment_agent")
     list_filter = (
-        "status", "silo", "priority", ("license", ScopedRelatedListFilter),
+        "status", "silo", PriorityListFilter, ("license", ScopedRelatedListFilter),
         ("teams", ScopedRelatedListFilter),
     )  # fmt: skip
     search_fields = ("subject", "=short_id", "requester_email", "assignment_agent__email")
@@ -153,7 +168,7 @@ class TicketAdmin(LicenseScopedAdmin):
 
     @admin.display(description="priority", ordering="priority")
     def priority_label(self, obj):
-        return {-10: "low", 0: "normal", 10: "high", 20: "urgent"}.get(obj.priority, obj.priority)
+        return PRIORITY_LABELS.get(obj.priority, obj.priority)
 
     @admin.display(description="requester")
     def requester(self, obj):
