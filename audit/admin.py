@@ -1,11 +1,16 @@
-from django.contrib import admin
+"""The audit log, read-only and scoped to the admin user's licenses; the changes shown field by field."""
 
+from django.contrib import admin
+from django.utils.html import format_html, format_html_join
+
+from accounts.admin.display import pretty_json
+from accounts.admin.tenancy import ReadOnlyLicenseScopedAdmin, ScopedRelatedListFilter
 from audit.models import AuditEntry
 
 
 @admin.register(AuditEntry)
-class AuditEntryAdmin(admin.ModelAdmin):
-    """Read-only: entries are never added, changed or deleted by hand."""
+class AuditEntryAdmin(ReadOnlyLicenseScopedAdmin):
+    """Entries are never added, changed or deleted by hand."""
 
     list_display = (
         "created_at",
@@ -16,17 +21,33 @@ class AuditEntryAdmin(admin.ModelAdmin):
         "author_type",
         "author_email",
     )
-    list_filter = ("action", "target", "author_type")
+    list_filter = ("action", "target", "author_type", ("license", ScopedRelatedListFilter))
     search_fields = ("entity_name", "object_id", "author_email", "=author_id")
     date_hierarchy = "created_at"
     ordering = ("-created_at", "-id")
-    readonly_fields = [field.name for field in AuditEntry._meta.fields]
+    fieldsets = (
+        (None, {"fields": ("created_at", "license_id", "action", "target", "object_id", "entity_name")}),
+        (
+            "Author",
+            {"fields": ("author_type", "author_id", "author_email", "author_ip", "author_user_agent")},
+        ),
+        ("Changes", {"fields": ("changes_table",)}),
+        ("Chain", {"classes": ("collapse",), "fields": ("seq", "prev_hash", "hash")}),
+    )
+    readonly_fields = (
+        *[f.name for f in AuditEntry._meta.fields if f.name != "license"],
+        "license_id",
+        "changes_table",
+    )
 
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
+    @admin.display(description="changes")
+    def changes_table(self, obj):
+        if not obj.changes:
+            return "—"
+        rows = format_html_join(
+            "",
+            "<tr><th>{}</th><td>{}</td><td>{}</td></tr>",
+            ((name, pretty_json(change.get("before")), pretty_json(change.get("after")))
+             for name, change in sorted(obj.changes.items())),
+        )  # fmt: skip
+        return format_html("<table><tr><th>field</th><th>before</th><th>after</th></tr>{}</table>", rows)

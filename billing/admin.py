@@ -2,34 +2,83 @@
 
 from django.contrib import admin
 
+from accounts.admin.tenancy import ReadOnlyLicenseScopedAdmin, ScopedRelatedListFilter
 from billing.models import Charge, IdempotencyRecord, Subscription
 
+_LICENSE_FILTER = ("license", ScopedRelatedListFilter)
 
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request):
+
+class ChargeInline(admin.TabularInline):
+    model = Charge
+    fields = ("created_at", "reason", "amount", "currency", "status", "gateway_reference", "completed_at")
+    readonly_fields = fields
+    ordering = ("-created_at",)
+    extra = 0
+    can_delete = False
+    show_change_link = True
+
+    def has_add_permission(self, request, obj=None):
         return False
 
     def has_change_permission(self, request, obj=None):
         return False
 
-    def has_delete_permission(self, request, obj=None):
-        return False
-
 
 @admin.register(Subscription)
-class SubscriptionAdmin(ReadOnlyAdmin):
-    list_display = ("id", "license", "state", "plan_code", "quantity", "current_period_ends_at", "is_trial")
-    list_filter = ("state", "plan_code", "is_trial")
-    search_fields = ("id", "license__id")
+class SubscriptionAdmin(ReadOnlyLicenseScopedAdmin):
+    list_display = (
+        "id", "license", "state", "plan_code", "quantity", "unit_amount_in_cents", "is_trial",
+        "current_period_ends_at",
+    )  # fmt: skip
+    list_select_related = ("license",)
+    list_filter = ("state", "plan_code", "is_trial", _LICENSE_FILTER)
+    search_fields = ("=id", "=license__id")
+    date_hierarchy = "created_at"
+    ordering = ("-created_at",)
+    inlines = (ChargeInline,)
+    fieldsets = (
+        (None, {"fields": ("license", "state", "plan_code", "quantity", "unit_amount_in_cents", "is_trial")}),
+        (
+            "Period",
+            {
+                "fields": (
+                    "period_months",
+                    "activated_at",
+                    "current_period_started_at",
+                    "current_period_ends_at",
+                    "trial_started_at",
+                    "trial_ends_at",
+                    "cancelled_at",
+                    "expires_at",
+                )  # fmt: skip
+            },
+        ),
+        ("At the next renewal", {"fields": ("pending_plan_code", "pending_quantity", "coupon_code")}),
+        (
+            "Stamps",
+            {
+                "classes": ("collapse",),
+                "fields": ("charge_in_flight", "created_at", "created_by", "updated_at", "updated_by"),
+            },
+        ),
+    )
 
 
 @admin.register(Charge)
-class ChargeAdmin(ReadOnlyAdmin):
-    list_display = ("id", "license", "subscription", "reason", "amount", "currency", "status", "created_at")
-    list_filter = ("status", "reason")
-    search_fields = ("id", "idempotency_key", "gateway_reference")
+class ChargeAdmin(ReadOnlyLicenseScopedAdmin):
+    list_display = ("created_at", "license", "subscription", "reason", "amount", "currency", "status")
+    list_select_related = ("license", "subscription")
+    list_filter = ("status", "reason", _LICENSE_FILTER)
+    search_fields = ("=id", "idempotency_key", "gateway_reference")
+    date_hierarchy = "created_at"
+    ordering = ("-created_at",)
 
 
 @admin.register(IdempotencyRecord)
-class IdempotencyRecordAdmin(ReadOnlyAdmin):
+class IdempotencyRecordAdmin(ReadOnlyLicenseScopedAdmin):
     list_display = ("key", "license", "status", "created_at", "completed_at")
+    list_select_related = ("license",)
+    list_filter = ("status", _LICENSE_FILTER)
+    search_fields = ("key",)
+    date_hierarchy = "created_at"
+    ordering = ("-created_at",)

@@ -4,6 +4,10 @@ from drf_spectacular.views import SpectacularJSONAPIView, SpectacularRedocView
 
 import helpdesk.api.schema  # noqa: F401  (registers the OpenAPI authentication extension)
 
+admin.site.site_header = "HelpDesk admin"
+admin.site.site_title = "HelpDesk admin"
+admin.site.index_title = "Support administration"
+
 handler404 = "helpdesk.api.errors.handler404"
 handler500 = "helpdesk.api.errors.handler500"
 

@@ -144,3 +144,19 @@ def smtp_server(settings):
         yield sink
     finally:
         controller.stop()
+
+
+@pytest.fixture
+def superuser(db):
+    """A Django test client signed in to the admin as a superuser."""
+    from tests.admin_helpers import superuser_client
+
+    return superuser_client()
+
+
+@pytest.fixture
+def staff_owner(owner):
+    """The owner of `license`, given staff access and signed in to the admin (sees only `license`)."""
+    from tests.admin_helpers import staff
+
+    return staff(owner.agent)

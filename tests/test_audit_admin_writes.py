@@ -39,7 +39,7 @@ def test_admin_agent_add_change_delete_and_bulk_delete_are_audited(admin_client,
                 "license": license.pk,
                 "email": "viaadmin@example.com",
                 "name": "Via Admin",
-                "roles": '["normal"]',
+                "roles": ["normal"],
                 "status": "active",
                 "job_title": "",
             },
@@ -53,7 +53,7 @@ def test_admin_agent_add_change_delete_and_bulk_delete_are_audited(admin_client,
     with entries_written() as written:
         response = admin_client.post(
             f"/admin/accounts/agent/{agent.pk}/change/",
-            {"name": "Renamed", "roles": '["normal"]', "status": "active", "job_title": ""},
+            {"name": "Renamed", "roles": ["normal"], "status": "active", "job_title": ""},
         )
     assert response.status_code == 302, response.content
     entry = written.one()
@@ -116,7 +116,16 @@ def test_admin_license_add_and_change_are_audited(admin_client, db):
     assert all(e.author_ip == "10.1.2.3" for e in written)
     with entries_written() as written:
         response = admin_client.post(
-            f"/admin/accounts/license/{license.pk}/change/", {"settings": '{"companyName": "Adm 2"}'}
+            f"/admin/accounts/license/{license.pk}/change/",
+            {
+                "default_team": license.default_team_id,
+                "default_template": license.default_template_id,
+                "company_name": "Adm 2",
+                "ticket_thread": "on",
+                "powered_by_footer": "on",
+                "max_subscriptions_per_socket": 10,
+                "max_child_tickets_per_ticket": 25,
+            },
         )
     assert response.status_code == 302, response.content
     entry = written.one()

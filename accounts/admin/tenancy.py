@@ -1,0 +1,181 @@
+"""Tenancy of the admin, in one place: which licenses a signed-in person may see, and the mixin that scopes
+every license-owned ModelAdmin to them (lists, objects, permissions, related choices and autocomplete).
+
+Superusers see every license. A staff account sees the licenses where it is an active owner, and nothing
+license-owned when there is none: the Django model permissions of a non-superuser are not consulted for
+license-owned models, ownership is what grants them (as in the API, where writes are for owners).
+"""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.contrib.admin.widgets import AutocompleteSelect, AutocompleteSelectMultiple
+from django.db.models import Q
+
+from accounts.admin.writes import ServiceAdmin
+from accounts.models import ROLE_OWNER, STATUS_ACTIVE, Agent, License
+
+
+def admin_license_ids(request) -> list[int] | None:
+    """The licenses this admin user may see; None means all of them (a superuser). Cached on the request."""
+    user = request.user
+    if not (user.is_active and user.is_staff):
+        return []
+    if user.is_superuser:
+        return None
+    if not hasattr(request, "_admin_license_ids"):
+        # roles is a JSON list: filtered here rather than with a JSON lookup SQLite lacks
+        memberships = Agent.objects.filter(account=user, status=STATUS_ACTIVE).values_list(
+            "license_id", "roles"
+        )
+        request._admin_license_ids = sorted(pk for pk, roles in memberships if ROLE_OWNER in roles)
+    return request._admin_license_ids
+
+
+def license_path(model) -> str | None:
+    """How `model` reaches its license in a query ("pk" for License itself), or None if it is not license-owned."""
+    if model is License:
+        return "pk"
+    names = {field.name for field in model._meta.get_fields()}
+    return "license" if "license" in names else None
+
+
+def scope_q(request, model, license_id=None) -> Q | None:
+    """The filter that keeps `model`'s rows to what `request` may see (and to `license_id` when given)."""
+    path = license_path(model)
+    if path is None:
+        return None
+    q = Q()
+    ids = admin_license_ids(request)
+    if ids is not None:
+        q &= Q(**{f"{path}__in": ids})
+    if license_id is not None:
+        q &= Q(**{path: license_id})
+    return q
+
+
+class LicenseAutocompleteMixin:
+    """An autocomplete widget that asks only for one license's objects (`?license=` narrows, never widens:
+    the target admin's get_queryset still applies tenancy)."""
+
+    def __init__(self, *args, license_id=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.license_id = license_id
+
+    def get_url(self):
+        url = super().get_url()
+        return f"{url}?license={self.license_id}" if self.license_id is not None else url
+
+
+class LicenseAutocompleteSelect(LicenseAutocompleteMixin, AutocompleteSelect):
+    pass
+
+
+class LicenseAutocompleteSelectMultiple(LicenseAutocompleteMixin, AutocompleteSelectMultiple):
+    pass
+
+
+class ScopedRelatedListFilter(admin.RelatedFieldListFilter):
+    """A related-object filter offering only the objects the admin user may see (never another license's)."""
+
+    def field_choices(self, field, request, model_admin):
+        ordering = self.field_admin_ordering(field, request, model_admin)
+        q = scope_q(request, field.related_model)
+        return field.get_choices(include_blank=False, ordering=ordering, limit_choices_to=q or {})
+
+
+class LicenseScopedAdmin(ServiceAdmin):
+    """Base of every license-owned ModelAdmin: tenancy for lists, objects, permissions and related choices."""
+
+    license_field = "license"  # how the model reaches its License ("pk" on the License admin)
+
+    # --- rows -------------------------------------------------------------------------------------------
+
+    def get_queryset(self, request):
+        queryset = super().get_queryset(request)
+        ids = admin_license_ids(request)
+        return queryset if ids is None else queryset.filter(**{f"{self.license_field}__in": ids})
+
+    def license_id_of(self, obj):
+        return obj.pk if self.license_field == "pk" else getattr(obj, f"{self.license_field}_id")
+
+    def get_search_results(self, request, queryset, search_term):
+        queryset, distinct = super().get_search_results(request, queryset, search_term)
+        # autocomplete widgets of one object's form ask for that object's license only
+        license_id = request.GET.get("license", "")
+        if request.path.endswith("/autocomplete/") and license_id.isdigit():
+            queryset = queryset.filter(**{self.license_field: int(license_id)})
+        return queryset, distinct
+
+    # --- permissions --------------------------------------------------------------------------------------
+
+    def _tenant_allows(self, request, obj):
+        """None for a superuser (Django's permissions decide), else whether this owner may touch `obj`."""
+        ids = admin_license_ids(request)
+        if ids is None:
+            return None
+        return bool(ids) and (obj is None or self.license_id_of(obj) in ids)
+
+    def has_module_permission(self, request):
+        ids = admin_license_ids(request)
+        return super().has_module_permission(request) if ids is None else bool(ids)
+
+    def has_view_permission(self, request, obj=None):
+        allowed = self._tenant_allows(request, obj)
+        return super().has_view_permission(request, obj) if allowed is None else allowed
+
+    def has_add_permission(self, request, *args):
+        allowed = self._tenant_allows(request, None)
+        return super().has_add_permission(request, *args) if allowed is None else allowed
+
+    def has_change_permission(self, request, obj=None):
+        allowed = self._tenant_allows(request, obj)
+        return super().has_change_permission(request, obj) if allowed is None else allowed
+
+    def has_delete_permission(self, request, obj=None):
+        allowed = self._tenant_allows(request, obj)
+        return super().has_delete_permission(request, obj) if allowed is None else allowed
+
+    # --- related choices ------------------------------------------------------------------------------------
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        # the object's license narrows the related choices built for this form (see _choices)
+        request._admin_form_license_id = self.license_id_of(obj) if obj is not None else None
+        return super().get_form(request, obj, change=change, **kwargs)
+
+    def related_queryset(self, request, model):
+        """`model`'s rows that this form may offer: the admin user's licenses, and the edited object's."""
+        queryset = model._default_manager.all()
+        q = scope_q(request, model, getattr(request, "_admin_form_license_id", None))
+        return queryset if q is None else queryset.filter(q)
+
+    def related_widget(self, request, db_field, *, multiple=False):
+        cls = LicenseAutocompleteSelectMultiple if multiple else LicenseAutocompleteSelect
+        return cls(db_field, self.admin_site, license_id=getattr(request, "_admin_form_license_id", None))
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        if license_path(db_field.related_model) is not None:
+            kwargs.setdefault("queryset", self.related_queryset(request, db_field.related_model))
+            if db_field.name in self.get_autocomplete_fields(request):
+                kwargs.setdefault("widget", self.related_widget(request, db_field))
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def formfield_for_manytomany(self, db_field, request, **kwargs):
+        if license_path(db_field.related_model) is not None:
+            kwargs.setdefault("queryset", self.related_queryset(request, db_field.related_model))
+            if db_field.name in self.get_autocomplete_fields(request):
+                kwargs.setdefault("widget", self.related_widget(request, db_field, multiple=True))
+        return super().formfield_for_manytomany(db_field, request, **kwargs)
+
+
+class ReadOnlyLicenseScopedAdmin(LicenseScopedAdmin):
+    """Records that only their own code writes (ledgers, logs, sent mail): viewed, never edited by hand."""
+
+    def has_add_permission(self, request, *args):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

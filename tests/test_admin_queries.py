@@ -1,0 +1,66 @@
+"""List pages run a constant number of queries: as many for one row as for many."""
+
+import uuid
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from accounts import services
+from accounts.models import Account
+from audit.models import AuditEntry
+from billing.models import Charge
+from tests.factories import AgentFactory, LicenseFactory, SubscriptionFactory, TeamFactory, TemplateFactory
+
+PAGES = [
+    "/admin/accounts/license/",
+    "/admin/accounts/agent/",
+    "/admin/accounts/team/",
+    "/admin/accounts/account/",
+    "/admin/accounts/personalaccesstoken/",
+    "/admin/templates_app/template/",
+    "/admin/billing/subscription/",
+    "/admin/billing/charge/",
+    "/admin/audit/auditentry/",
+]
+
+
+def _more_rows(license, n):
+    """n more rows of every listed kind in `license` (and n more licenses)."""
+    for i in range(n):
+        LicenseFactory()
+        team = TeamFactory(license=license)
+        agent = AgentFactory(license=license)
+        agent.teams.add(team, license.default_team)
+        TemplateFactory(license=license)
+        services.token_issue(account=agent.account, name=f"t{i}")
+        subscription = SubscriptionFactory(license=license)
+        Charge.objects.create(
+            license=license, subscription=subscription, amount=100, currency="USD", reason="create",
+            idempotency_key=f"q-{uuid.uuid4()}", status="succeeded",
+        )  # fmt: skip
+
+
+def _count(client, url) -> int:
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get(url).status_code == 200
+    return len(queries)
+
+
+@pytest.mark.parametrize("who", ["superuser", "staff_owner"])
+@pytest.mark.parametrize("url", PAGES)
+def test_a_list_page_runs_as_many_queries_for_many_rows_as_for_one(
+    request, who, url, license, django_assert_max_num_queries
+):
+    # given one row of each kind
+    client = request.getfixturevalue(who)
+    if who == "staff_owner" and url in ("/admin/accounts/account/", "/admin/accounts/personalaccesstoken/"):
+        pytest.skip("identities are for superusers")
+    _more_rows(license, 1)
+    few = _count(client, url)
+    # when there are many
+    _more_rows(license, 8)
+    assert AuditEntry.objects.filter(license=license).count() > 20 and Account.objects.count() > 10
+    # then the page runs no more queries
+    with django_assert_max_num_queries(few):
+        assert client.get(url).status_code == 200

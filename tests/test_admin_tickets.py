@@ -1,0 +1,178 @@
+"""Tickets and tags in the admin: written through tickets.services (read-only silos stay read-only),
+moved and re-statused by actions, listed with a constant number of queries, scoped to the owner's license."""
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from accounts.models import Agent
+from tests.admin_helpers import error_text, form_data
+from tests.factories import AgentFactory, LicenseFactory, TagFactory, TeamFactory, TicketFactory
+from tickets.models import Message, Tag, Ticket
+
+URL = "/admin/tickets/ticket/"
+
+
+def _action(client, action, tickets, **choice):
+    return client.post(URL, {"action": action, "_selected_action": [str(t.pk) for t in tickets], **choice})
+
+
+def test_the_ticket_pages_load(superuser, license):
+    ticket = TicketFactory(license=license, tags=[TagFactory(license=license)])
+    assert superuser.get(URL).status_code == 200
+    assert superuser.get(URL, {"q": ticket.short_id}).context["cl"].result_list[0] == ticket
+    assert superuser.get(f"{URL}add/").status_code == 200
+    page = superuser.get(f"{URL}{ticket.pk}/change/")
+    assert page.status_code == 200
+    assert b"my order did not arrive" in page.content  # the thread, inline
+
+
+def test_the_admin_creates_a_ticket_through_the_service(superuser, license):
+    tag = TagFactory(license=license)
+    response = superuser.post(
+        f"{URL}add/",
+        {"license": license.pk, "subject": "Printer on fire", "requester_email": "c@example.com",
+         "message": "It is on fire.", "status": "pending", "priority": "20", "tags": [tag.pk], "custom_fields": "{}",
+         "silo": "tickets"},
+    )  # fmt: skip
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    ticket = Ticket.objects.get(subject="Printer on fire")
+    # the service gave it a short ID, its first message and the default team
+    assert ticket.short_id and ticket.priority == 20 and ticket.status == "pending"
+    assert Message.objects.get(ticket=ticket).text == "It is on fire."
+    assert list(ticket.teams.all()) == [license.default_team]
+    assert list(ticket.tags.all()) == [tag]
+
+
+def test_the_admin_changes_a_ticket_and_replies(superuser, license):
+    ticket = TicketFactory(license=license)
+    team = TeamFactory(license=license)
+    agent = AgentFactory(license=license)
+    url = f"{URL}{ticket.pk}/change/"
+    data = form_data(superuser.get(url)) | {
+        "status": "solved", "assignment_team": str(team.pk), "assignment_agent": str(agent.pk),
+        "reply": "Sorted, thanks!",
+    }  # fmt: skip
+    response = superuser.post(url, data)
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    ticket.refresh_from_db()
+    assert (ticket.status, ticket.assignment_team, ticket.assignment_agent) == ("solved", team, agent)
+    assert ticket.messages.order_by("created_at").last().text == "Sorted, thanks!"
+
+
+def test_a_ticket_in_a_read_only_silo_refuses_changes_with_a_form_error(superuser, license):
+    ticket = TicketFactory(license=license, silo="spam")
+    url = f"{URL}{ticket.pk}/change/"
+    response = superuser.post(url, form_data(superuser.get(url)) | {"status": "closed"})
+    assert response.status_code == 200
+    assert "read-only" in error_text(response)
+    ticket.refresh_from_db()
+    assert ticket.status == "open"
+    # moving it back is allowed
+    response = superuser.post(url, form_data(superuser.get(url)) | {"silo": "tickets"})
+    assert response.status_code == 302, (
+        error_text(response),
+        response.context["adminform"].form.changed_data,
+    )
+    ticket.refresh_from_db()
+    assert ticket.silo == "tickets"
+
+
+def test_the_silo_action_moves_tickets(superuser, license):
+    tickets = [TicketFactory(license=license) for _ in range(3)]
+    response = _action(superuser, "move_to_silo", tickets[:2], silo="spam")
+    assert response.status_code == 302
+    assert sorted(Ticket.objects.values_list("silo", flat=True)) == ["spam", "spam", "tickets"]
+    assert superuser.get(URL, {"silo__exact": "spam"}).context["cl"].result_count == 2
+    Ticket.objects.filter(pk=tickets[2].pk).update(priority=20)
+    assert list(superuser.get(URL, {"priority": "20"}).context["cl"].result_list) == [tickets[2]]
+
+
+def test_the_status_action_changes_all_or_none(superuser, license):
+    # given an open ticket and one in the (read-only) spam silo
+    open_ticket = TicketFactory(license=license)
+    spam = TicketFactory(license=license, silo="spam")
+    # when both are set to solved
+    response = _action(superuser, "change_status", [open_ticket, spam], status="solved")
+    # then the refusal is shown and neither changed
+    assert response.status_code == 302
+    shown = [str(m) for m in superuser.get(response["Location"]).context["messages"]]
+    assert any("read-only" in m and "Nothing was changed" in m for m in shown)
+    assert set(Ticket.objects.values_list("status", flat=True)) == {"open"}
+    # and the open one alone changes
+    _action(superuser, "change_status", [open_ticket], status="solved")
+    open_ticket.refresh_from_db()
+    assert open_ticket.status == "solved"
+
+
+def test_an_action_without_its_choice_changes_nothing(superuser, license):
+    ticket = TicketFactory(license=license)
+    _action(superuser, "move_to_silo", [ticket])
+    ticket.refresh_from_db()
+    assert ticket.silo == "tickets"
+
+
+def test_tickets_cannot_be_deleted_by_hand(superuser, license):
+    ticket = TicketFactory(license=license)
+    assert superuser.post(f"{URL}{ticket.pk}/delete/", {"post": "yes"}).status_code == 403
+
+
+def test_tags_are_added_renamed_and_deleted_through_the_service(superuser, license):
+    response = superuser.post("/admin/tickets/tag/add/", {"license": license.pk, "name": "vip"})
+    assert response.status_code == 302
+    tag = Tag.objects.get(name="vip")
+    TagFactory(license=license, name="urgent")
+    response = superuser.post(f"/admin/tickets/tag/{tag.pk}/change/", {"name": "Urgent"})
+    assert response.status_code == 200
+    assert "already exists" in error_text(response)
+    assert superuser.post(f"/admin/tickets/tag/{tag.pk}/delete/", {"post": "yes"}).status_code == 302
+    assert not Tag.objects.filter(pk=tag.pk).exists()
+
+
+def test_an_owner_sees_and_moves_only_their_tickets(staff_owner, license, other_license):
+    mine = TicketFactory(license=license)
+    theirs = TicketFactory(license=other_license)
+    assert list(staff_owner.get(URL).context["cl"].result_list) == [mine]
+    assert staff_owner.get(f"{URL}{theirs.pk}/change/").status_code == 302
+    _action(staff_owner, "move_to_silo", [mine, theirs], silo="trash")
+    mine.refresh_from_db()
+    theirs.refresh_from_db()
+    assert (mine.silo, theirs.silo) == ("trash", "tickets")
+    # pickers offer only their license's tags and agents
+    TagFactory(license=other_license, name="their-tag")
+    tags = staff_owner.get(
+        "/admin/autocomplete/",
+        {"app_label": "tickets", "model_name": "ticket", "field_name": "tags", "term": ""},
+    ).json()["results"]
+    assert "their-tag" not in [r["text"] for r in tags]
+    form = staff_owner.get(f"{URL}{mine.pk}/change/").context["adminform"].form
+    assert set(form.fields["followers"].queryset) == set(Agent.objects.filter(license=license))
+
+
+@pytest.mark.parametrize("who", ["superuser", "staff_owner"])
+def test_the_ticket_list_runs_as_many_queries_for_many_tickets(
+    request, who, license, django_assert_max_num_queries
+):
+    client = request.getfixturevalue(who)
+    team, agent = TeamFactory(license=license), AgentFactory(license=license)
+    TicketFactory(license=license, assignment={"team": team, "agent": agent})
+    with CaptureQueriesContext(connection) as few:
+        assert client.get(URL).status_code == 200
+    for _ in range(15):
+        TicketFactory(
+            license=license,
+            assignment={"team": TeamFactory(license=license), "agent": AgentFactory(license=license)},
+        )
+    LicenseFactory()
+    with django_assert_max_num_queries(len(few)):
+        assert client.get(URL).status_code == 200
+    # and a ticket's page does not grow with its thread
+    ticket = Ticket.objects.first()
+    with CaptureQueriesContext(connection) as one:
+        client.get(f"{URL}{ticket.pk}/change/")
+    for i in range(5):
+        from tickets import services
+
+        services.ticket_update(ticket=ticket, message={"text": f"reply {i}"})
+    with django_assert_max_num_queries(len(one)):
+        client.get(f"{URL}{ticket.pk}/change/")
