@@ -232,6 +232,7 @@ class Agent(LicenseOwned, Stamped):
     autoassignment = models.BooleanField(default=False)
     signature_text = models.TextField(blank=True)
     signature_rich_text = models.JSONField(default=list, blank=True)
+    signature_attachments = models.ManyToManyField("accounts.Attachment", blank=True, related_name="+")
     teams = models.ManyToManyField(Team, through="TeamMembership", related_name="agents", blank=True)
     autoassignment_teams = models.ManyToManyField(
         Team, through="AutoassignmentMembership", related_name="autoassignment_agents", blank=True

@@ -18,6 +18,7 @@ from accounts.models import (
     STATUS_INVITED,
     Account,
     Agent,
+    AttachmentTransaction,
     License,
     PersonalAccessToken,
     Team,
@@ -84,6 +85,28 @@ def token_revoke(*, token: PersonalAccessToken) -> PersonalAccessToken:
         token.revoked_at = timezone.now()
         token.save(update_fields=["revoked_at"])
     return token
+
+
+@transaction.atomic
+def transaction_bind(*, license: License, transaction_id, bound_type: str, bound_id) -> AttachmentTransaction:
+    """Bind an attachment transaction to the object whose write uses it; it then serves that object only.
+
+    Unknown in this license: 400 naming transactionID. Bound to another object: 409 `transaction_bound`.
+    """
+    upload = (
+        AttachmentTransaction.objects.for_license(license)
+        .select_for_update()
+        .filter(pk=transaction_id)
+        .first()
+    )
+    if upload is None:
+        raise field_error("transactionID", f"'{transaction_id}' does not exist in this license.")
+    if upload.bound_id is not None and (upload.bound_type, upload.bound_id) != (bound_type, bound_id):
+        raise Conflict("This transaction is already bound to another object.", code="transaction_bound")
+    if upload.bound_id is None:
+        upload.bound_type, upload.bound_id = bound_type, bound_id
+        upload.save(update_fields=["bound_type", "bound_id"])
+    return upload
 
 
 # --- licenses -----------------------------------------------------------------------------------------
@@ -164,9 +187,10 @@ def license_update(*, license: License, data: dict) -> License:
 # --- teams ----------------------------------------------------------------------------------------------
 
 
-def _same_license(license: License, objects, field: str) -> None:
+def same_license(license: License, objects, field: str) -> None:
+    """Related objects named in a body (None: not named) must belong to `license` (400 naming the field)."""
     for obj in objects:
-        if obj.license_id != license.pk:
+        if obj is not None and obj.license_id != license.pk:
             raise field_error(field, f"'{obj.pk}' does not exist in this license.")
 
 
@@ -185,13 +209,13 @@ _TEAM_FIELDS = ("name", "settings", "reply_address_id", "reply_name", "template"
 def team_create(*, license: License, name: str, autoassignment_agents=None, **fields) -> Team:
     _check_team_name(license, name)
     if fields.get("template") is not None:
-        _same_license(license, [fields["template"]], "templateID")
+        same_license(license, [fields["template"]], "templateID")
     team = Team(license=license, name=name)
     _apply_team_fields(team, fields)
     stamp_create(team)
     team.save()
     if autoassignment_agents:
-        _same_license(license, autoassignment_agents, "autoassignmentAgentIDs")
+        same_license(license, autoassignment_agents, "autoassignmentAgentIDs")
         team.autoassignment_agents.set(autoassignment_agents)
     return team
 
@@ -211,12 +235,12 @@ def team_update(*, team: Team, autoassignment_agents=None, **fields) -> Team:
     if "name" in fields:
         _check_team_name(license, fields["name"], exclude=team)
     if fields.get("template") is not None:
-        _same_license(license, [fields["template"]], "templateID")
+        same_license(license, [fields["template"]], "templateID")
     _apply_team_fields(team, fields)
     stamp_update(team)
     team.save()
     if autoassignment_agents is not None:
-        _same_license(license, autoassignment_agents, "autoassignmentAgentIDs")
+        same_license(license, autoassignment_agents, "autoassignmentAgentIDs")
         team.autoassignment_agents.set(autoassignment_agents)
     return team
 
@@ -272,13 +296,18 @@ def _keep_an_owner(license: License, agent: Agent, *, leaving: bool) -> None:
         raise Conflict("A license must keep at least one active owner.", code="last_owner")
 
 
-def _set_agent_relations(agent: Agent, teams, autoassignment_teams) -> None:
+def _set_agent_relations(agent: Agent, teams, autoassignment_teams, transaction_id=None) -> None:
     license = agent.license
+    if transaction_id is not None:
+        upload = transaction_bind(
+            license=license, transaction_id=transaction_id, bound_type="agent", bound_id=agent.pk
+        )
+        agent.signature_attachments.set(upload.attachments.all())
     if teams is not None:
-        _same_license(license, teams, "teamIDs")
+        same_license(license, teams, "teamIDs")
         agent.teams.set(teams)
     if autoassignment_teams is not None:
-        _same_license(license, autoassignment_teams, "autoassignmentTeamIDs")
+        same_license(license, autoassignment_teams, "autoassignmentTeamIDs")
         agent.autoassignment_teams.set(autoassignment_teams)
 
 
@@ -291,7 +320,14 @@ def _ensure_seat(license: License) -> None:
 
 @transaction.atomic
 def agent_create(
-    *, license: License, email: str, roles: list[str], teams=None, autoassignment_teams=None, **fields
+    *,
+    license: License,
+    email: str,
+    roles: list[str],
+    teams=None,
+    autoassignment_teams=None,
+    transaction_id=None,
+    **fields,
 ) -> Agent:
     email = email.strip().lower()
     if Agent.objects.for_license(license).filter(email__iexact=email).exists():
@@ -303,7 +339,7 @@ def agent_create(
         _ensure_seat(license)
     stamp_create(agent)
     agent.save()
-    _set_agent_relations(agent, teams, autoassignment_teams)
+    _set_agent_relations(agent, teams, autoassignment_teams, transaction_id)
     if agent.status == STATUS_INVITED:
         from templates_app.invitations import invitation_send
 
@@ -312,7 +348,9 @@ def agent_create(
 
 
 @transaction.atomic
-def agent_update(*, agent: Agent, teams=None, autoassignment_teams=None, **fields) -> Agent:
+def agent_update(
+    *, agent: Agent, teams=None, autoassignment_teams=None, transaction_id=None, **fields
+) -> Agent:
     agent = Agent.objects.select_for_update().select_related("license").get(pk=agent.pk)
     was_active = agent.status == STATUS_ACTIVE
     _apply_agent_fields(agent, fields)
@@ -322,7 +360,7 @@ def agent_update(*, agent: Agent, teams=None, autoassignment_teams=None, **field
         _keep_an_owner(agent.license, agent, leaving=False)
     stamp_update(agent)
     agent.save()
-    _set_agent_relations(agent, teams, autoassignment_teams)
+    _set_agent_relations(agent, teams, autoassignment_teams, transaction_id)
     return agent
 
 

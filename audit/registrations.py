@@ -16,7 +16,11 @@ register(License, target="licenses", license_of=lambda license: license.pk, excl
 register(
     Agent,
     target="agents",
-    m2m={"teams": "teamIDs", "autoassignment_teams": "autoassignmentTeamIDs"},
+    m2m={
+        "teams": "teamIDs",
+        "autoassignment_teams": "autoassignmentTeamIDs",
+        "signature_attachments": "signature.attachments",
+    },
     names={"signature_text": "signature.text", "signature_rich_text": "signature.richTextObj"},
 )
 register(Team, target="teams", m2m={"autoassignment_agents": "autoassignmentAgentIDs"})

@@ -6,9 +6,9 @@ import uuid
 
 from django.db import transaction
 
-from accounts.models import AttachmentTransaction, License
-from accounts.services import stamp_create, stamp_update
-from helpdesk.api.errors import Conflict, field_error
+from accounts.models import License
+from accounts.services import stamp_create, stamp_update, transaction_bind
+from helpdesk.api.errors import Conflict
 from templates_app import mail
 from templates_app.models import TYPE_HTML, TYPE_VISUAL, OutboundMessage, Template
 from templates_app.rendering import render
@@ -33,19 +33,10 @@ def _content(content: dict) -> dict:
 
 
 def _bind_transaction(*, template: Template, transaction_id) -> None:
-    """The transaction's files become the template's attachments (its logo); a transaction serves one object."""
-    upload = (
-        AttachmentTransaction.objects.for_license(template.license_id)
-        .select_for_update()
-        .filter(pk=transaction_id)
-        .first()
+    """The transaction's files become the template's attachments (its logo)."""
+    upload = transaction_bind(
+        license=template.license, transaction_id=transaction_id, bound_type="template", bound_id=template.pk
     )
-    if upload is None:
-        raise field_error("transactionID", f"'{transaction_id}' does not exist in this license.")
-    if upload.bound_id is not None and (upload.bound_type, upload.bound_id) != ("template", template.pk):
-        raise Conflict("This transaction is already bound to another object.", code="transaction_bound")
-    upload.bound_type, upload.bound_id = "template", template.pk
-    upload.save(update_fields=["bound_type", "bound_id"])
     template.attachments.set(upload.attachments.all())
 
 

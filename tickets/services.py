@@ -15,7 +15,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from accounts.models import Agent, Attachment, AttachmentTransaction, License
-from accounts.services import stamp_create, stamp_update
+from accounts.services import same_license, stamp_create, stamp_update, transaction_bind
 from helpdesk.api.errors import Conflict, field_error
 from helpdesk.context import current_actor
 from tickets import counts, search
@@ -36,24 +36,12 @@ def _next_number(license: License) -> int:
         return cursor.fetchone()[0]
 
 
-def _same_license(license: License, objects, field: str) -> None:
-    for obj in objects:
-        if obj is not None and obj.license_id != license.pk:
-            raise field_error(field, f"'{obj.pk}' does not exist in this license.")
-
-
 def _bind_transaction(license: License, transaction_id, ticket: Ticket) -> AttachmentTransaction | None:
     if transaction_id is None:
         return None
-    txn = AttachmentTransaction.objects.select_for_update().filter(license=license, pk=transaction_id).first()
-    if txn is None:
-        raise field_error("transactionID", f"'{transaction_id}' does not exist in this license.")
-    if txn.bound_id is not None and (txn.bound_type != "ticket" or txn.bound_id != ticket.pk):
-        raise Conflict("This transaction is already used by another object.", code="transaction_bound")
-    if txn.bound_id is None:
-        txn.bound_type, txn.bound_id = "ticket", ticket.pk
-        txn.save(update_fields=["bound_type", "bound_id"])
-    return txn
+    return transaction_bind(
+        license=license, transaction_id=transaction_id, bound_type="ticket", bound_id=ticket.pk
+    )
 
 
 def _note_language(license: License, language: str) -> None:
@@ -110,13 +98,13 @@ def _apply_assignment(ticket: Ticket, assignment: dict) -> None:
 def _set_relations(ticket: Ticket, *, teams=None, tags=None, followers=None) -> None:
     license = ticket.license
     if teams is not None:
-        _same_license(license, teams, "teamIDs")
+        same_license(license, teams, "teamIDs")
         ticket.teams.set(teams)
     if tags is not None:
-        _same_license(license, tags, "tagIDs")
+        same_license(license, tags, "tagIDs")
         ticket.tags.set(tags)
     if followers is not None:
-        _same_license(license, followers, "followers")
+        same_license(license, followers, "followers")
         ticket.followers.set(followers)
 
 
@@ -154,7 +142,7 @@ def ticket_create(
 ) -> Ticket:
     """A new ticket with its first message. No teams → the license's default team."""
     assignment = assignment or {}
-    _same_license(license, [assignment.get("team"), assignment.get("agent")], "assignment")
+    same_license(license, [assignment.get("team"), assignment.get("agent")], "assignment")
     number = _next_number(license)
     ticket = Ticket(
         license=license,
@@ -235,7 +223,7 @@ def ticket_update(
     for key, value in fields.items():
         setattr(ticket, key, value)
     if assignment is not None:
-        _same_license(license, [assignment.get("team"), assignment.get("agent")], "assignment")
+        same_license(license, [assignment.get("team"), assignment.get("agent")], "assignment")
         _apply_assignment(ticket, assignment)
     txn = _bind_transaction(license, transaction_id, ticket)
     if message is not None:

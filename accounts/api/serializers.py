@@ -151,7 +151,7 @@ class SignatureOutputSerializer(serializers.Serializer):
     attachments = serializers.SerializerMethodField()
 
     def get_attachments(self, agent) -> list:
-        return []
+        return AttachmentOutputSerializer(agent.signature_attachments.all(), many=True).data
 
 
 class AgentSerializer(StampedOutputSerializer):
@@ -255,13 +255,12 @@ class AgentWriteSerializer(StrictSerializer):
     autoassignment = StrictBooleanField(required=False)
     autoassignmentTeamIDs = licensed_ids(Team.objects, source="autoassignment_teams", required=False)
     signature = SignatureInputSerializer(required=False)
-    transactionID = StrictUUIDField(required=False)
+    transactionID = StrictUUIDField(required=False, source="transaction_id")
 
     def validate(self, attrs):
         signature = attrs.pop("signature", None)
         if signature:
             attrs.update(signature)
-        attrs.pop("transactionID", None)  # signature attachments arrive with the transactions API
         return attrs
 
 

@@ -101,6 +101,7 @@ def _agent_queryset():
     return Agent.objects.prefetch_related(
         Prefetch("teams", queryset=Team.objects.only("id")),
         Prefetch("autoassignment_teams", queryset=Team.objects.only("id")),
+        "signature_attachments",
     ).order_by("created_at", "id")
 
 
