@@ -144,6 +144,9 @@ class IdempotencyRecord(LicenseOwned):
         constraints = [models.UniqueConstraint("license", "key", name="idempotency_key_unique_per_license")]
         indexes = [models.Index(fields=["license", "created_at"], name="idempotency_license_created")]
 
+    def __str__(self):
+        return f"{self.key} ({self.status or 'in progress'})"
+
 
 class SandboxCharge(models.Model):
     """The sandbox gateway's own ledger (what a real provider keeps on its side), keyed by idempotency key."""

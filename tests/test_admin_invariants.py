@@ -189,3 +189,24 @@ def test_a_license_default_from_another_license_is_a_form_error(superuser, licen
     assert field in response.context["adminform"].form.errors
     license.refresh_from_db()
     assert getattr(license, f"{field}_id") != getattr(other, f"{field}_id")
+
+
+def test_a_constraint_hit_by_a_concurrent_write_is_a_form_error(superuser, license, monkeypatch):
+    # given a write that fails on a database constraint (as when another request got there first)
+    from django.db import IntegrityError
+
+    from accounts import services
+
+    def conflicting(**kwargs):
+        raise IntegrityError("duplicate key value violates unique constraint")
+
+    monkeypatch.setattr(services, "team_update", conflicting)
+    team = TeamFactory(license=license, name="Before")
+    url = _change(superuser, team)
+    # when the form is saved
+    response = superuser.post(url, form_data(superuser.get(url)) | {"name": "After"})
+    # then the form says so and nothing changed
+    assert response.status_code == 200
+    assert "nothing was saved" in error_text(response)
+    team.refresh_from_db()
+    assert team.name == "Before"

@@ -57,7 +57,17 @@ def test_the_admin_changes_a_ticket_and_replies(superuser, license):
     assert response.status_code == 302, response.context["adminform"].form.errors
     ticket.refresh_from_db()
     assert (ticket.status, ticket.assignment_team, ticket.assignment_agent) == ("solved", team, agent)
-    assert ticket.messages.order_by("created_at").last().text == "Sorted, thanks!"
+    reply = ticket.messages.order_by("created_at").last()
+    assert (reply.text, reply.author_type, reply.author_agent) == ("Sorted, thanks!", "agent", None)
+
+
+def test_an_owners_reply_is_signed_by_their_agent(staff_owner, owner, license):
+    ticket = TicketFactory(license=license)
+    url = f"{URL}{ticket.pk}/change/"
+    data = form_data(staff_owner.get(url)) | {"reply": "Internal note", "reply_is_private": "on"}
+    assert staff_owner.post(url, data).status_code == 302
+    reply = ticket.messages.order_by("created_at").last()
+    assert (reply.text, reply.is_private, reply.author_agent) == ("Internal note", True, owner.agent)
 
 
 def test_a_ticket_in_a_read_only_silo_refuses_changes_with_a_form_error(superuser, license):

@@ -14,16 +14,21 @@ import copy
 
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import router, transaction
+from django.db import IntegrityError, router, transaction
 from django.http import HttpResponseRedirect
 from rest_framework.exceptions import APIException
 from rest_framework.exceptions import ValidationError as DrfValidationError
 
-SERVICE_ERRORS = (APIException, DjangoValidationError)
+# IntegrityError: a constraint the service could not check first (a concurrent write); ProtectedError is one
+SERVICE_ERRORS = (APIException, DjangoValidationError, IntegrityError)
 
 
 def error_messages(exc) -> dict[str | None, list[str]]:
     """A service error as {field or None: [messages]} (field names as the service spelled them)."""
+    if isinstance(exc, IntegrityError):
+        return {
+            None: ["This change conflicts with other data (perhaps changed meanwhile); nothing was saved."]
+        }
     if isinstance(exc, DjangoValidationError):
         return exc.message_dict if hasattr(exc, "error_dict") else {None: list(exc.messages)}
     details = exc.detail if isinstance(exc, DrfValidationError) else getattr(exc, "details", None)

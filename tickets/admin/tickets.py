@@ -10,6 +10,7 @@ from django.contrib.admin.helpers import ActionForm
 from django.utils.html import format_html, format_html_join
 
 from accounts.admin.tenancy import LicenseScopedAdmin, ScopedRelatedListFilter
+from accounts.models import Agent
 from tickets import services
 from tickets.models import SILOS, STATUSES, Message, Ticket
 
@@ -214,6 +215,10 @@ class TicketAdmin(LicenseScopedAdmin):
             relations["assignment"] = assignment
         if data.get("reply"):
             relations["message"] = {"text": data["reply"], "isPrivate": data["reply_is_private"]}
+            # signed as the admin's own agent in this license, when they are one
+            relations["author_agent"] = Agent.objects.filter(
+                license_id=obj.license_id, account=request.user
+            ).first()
         if fields or relations:
             services.ticket_update(ticket=obj, **fields, **relations)
 
