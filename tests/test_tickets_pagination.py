@@ -146,8 +146,8 @@ def test_a_list_costs_the_same_queries_whatever_the_page_size(owner, django_asse
     # given tickets with teams, tags, followers, assignment, parent and children
     _rich_tickets(owner.license, size)
     owner.client.get("/v1/tickets", {"pageSize": size})  # warm the count cache
-    # then: token, license, the filters' related-ID check... none here: page, related (one UNION)
-    with django_assert_num_queries(4):
+    # then: the caller (token and membership in one query), page, related (one UNION)
+    with django_assert_num_queries(3):
         response = owner.client.get("/v1/tickets", {"pageSize": size})
     assert len(response.json()) == size
     assert all(t["teamIDs"] and t["tagIDs"] and t["followers"] for t in response.json())
@@ -158,7 +158,7 @@ def test_a_list_with_id_filters_adds_one_query_per_kind(owner, django_assert_num
     team = TeamFactory(license=owner.license)
     params = {"teamIDs[]": [str(team.pk)], "assignment.teamID": str(team.pk)}
     owner.client.get("/v1/tickets", params)
-    with django_assert_num_queries(4):  # token, license, teams check, page (empty page: no related query)
+    with django_assert_num_queries(3):  # the caller, teams check, page (empty page: no related query)
         owner.client.get("/v1/tickets", params)
 
 

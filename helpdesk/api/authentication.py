@@ -16,6 +16,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.core.cache import cache
+from django.db.models import F
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 
@@ -58,6 +59,16 @@ def _record_failure(keys: list[str]) -> None:
             cache.add(key, 1, FAILURE_WINDOW_SECONDS)
 
 
+def _wanted_license(request) -> int | None:
+    """The `X-License-ID` header: which of the account's licenses a request is for (default: its oldest)."""
+    wanted = request.META.get("HTTP_X_LICENSE_ID", "").strip()
+    if not wanted:
+        return None
+    if not wanted.isdigit():
+        raise exceptions.ValidationError({"X-License-ID": ["Must be a license ID."]})
+    return int(wanted)
+
+
 def _parse_basic(header: str) -> tuple[str, str]:
     try:
         decoded = base64.b64decode(header, validate=True).decode("utf-8")
@@ -80,16 +91,20 @@ class TokenBasicAuthentication(authentication.BaseAuthentication):
         if scheme.lower() != "basic" or not credentials.strip():
             raise exceptions.AuthenticationFailed(_INVALID)
         account_id, token = _parse_basic(credentials.strip())
-        keys = _failure_keys(request, account_id)
-        _check_throttle(keys)
-        pat = self._verify(account_id, token)
-        if pat is None:
+        found = self._lookup(account_id, token, _wanted_license(request))
+        if found is None:
+            # Only failures touch the throttle: valid credentials are never locked out by someone else's
+            # failures from the same address, and a successful request costs no cache round trip.
+            keys = _failure_keys(request, account_id)
+            _check_throttle(keys)
             _record_failure(keys)
             raise exceptions.AuthenticationFailed(_INVALID)
+        pat, agent = found
         account = pat.account
         self._touch(pat)
-        self._resolve_license(request, account)
         request.token = pat
+        request.agent = agent
+        request.license = agent.license if agent else None
         update_actor(type=API, id=account.id, email=account.email)
         return account, pat
 
@@ -97,8 +112,13 @@ class TokenBasicAuthentication(authentication.BaseAuthentication):
         return 'Basic realm="helpdesk"'
 
     @staticmethod
-    def _verify(account_id: str, token: str):
-        from accounts.models import PersonalAccessToken
+    def _lookup(account_id: str, token: str, wanted_license: int | None):
+        """(token, membership) for valid credentials, else None; one query on the hot path.
+
+        The membership is the caller's active agent (the oldest, or the `X-License-ID` one). An account with no
+        such membership (first login, before it creates its license) costs a second query for the token alone.
+        """
+        from accounts.models import STATUS_ACTIVE, Agent, PersonalAccessToken
 
         if not token.startswith(settings.HELPDESK_TOKEN_PREFIX):
             return None
@@ -106,18 +126,44 @@ class TokenBasicAuthentication(authentication.BaseAuthentication):
             uuid.UUID(account_id)
         except ValueError:
             return None
-        pat = (
-            PersonalAccessToken.objects.select_related("account")
-            .filter(token_hash=hash_token(token), revoked_at__isnull=True)
-            .first()
+        token_hash = hash_token(token)
+        memberships = (
+            Agent.objects.select_related("license", "account")
+            .filter(
+                account__tokens__token_hash=token_hash,
+                account__tokens__revoked_at__isnull=True,
+                status=STATUS_ACTIVE,
+            )
+            .annotate(
+                pat_id=F("account__tokens__id"),
+                pat_scopes=F("account__tokens__scopes"),
+                pat_last_used_at=F("account__tokens__last_used_at"),
+            )
         )
-        if pat is None:
-            return None
+        if wanted_license is not None:
+            memberships = memberships.filter(license_id=wanted_license)
+        agent = memberships.order_by("created_at", "id").first()
+        if agent is not None:
+            pat = PersonalAccessToken(
+                id=agent.pat_id,
+                account=agent.account,
+                token_hash=token_hash,
+                scopes=agent.pat_scopes,
+                last_used_at=agent.pat_last_used_at,
+            )
+        else:
+            pat = (
+                PersonalAccessToken.objects.select_related("account")
+                .filter(token_hash=token_hash, revoked_at__isnull=True)
+                .first()
+            )
+            if pat is None:
+                return None
         if not hmac.compare_digest(str(pat.account_id), account_id.lower()):
             return None
         if not pat.account.is_active or MIN_SCOPE not in pat.scopes:
             return None
-        return pat
+        return pat, agent
 
     @staticmethod
     def _touch(pat) -> None:
@@ -125,18 +171,3 @@ class TokenBasicAuthentication(authentication.BaseAuthentication):
         if pat.last_used_at is None or now - pat.last_used_at >= LAST_USED_RESOLUTION:
             type(pat).objects.filter(pk=pat.pk).update(last_used_at=now)
             pat.last_used_at = now
-
-    @staticmethod
-    def _resolve_license(request, account) -> None:
-        """The caller's license: its active membership (the `X-License-ID` header picks one of several)."""
-        from accounts.models import STATUS_ACTIVE, Agent
-
-        memberships = Agent.objects.select_related("license").filter(account=account, status=STATUS_ACTIVE)
-        wanted = request.META.get("HTTP_X_LICENSE_ID", "").strip()
-        if wanted:
-            if not wanted.isdigit():
-                raise exceptions.ValidationError({"X-License-ID": ["Must be a license ID."]})
-            memberships = memberships.filter(license_id=int(wanted))
-        agent = memberships.order_by("created_at", "id").first()
-        request.agent = agent
-        request.license = agent.license if agent else None
