@@ -4,7 +4,7 @@ from django.db.models import Prefetch
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import PermissionDenied
+from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.response import Response
 
 from accounts import services
@@ -46,8 +46,6 @@ class LicenseViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     def get_object(self):
         # Only the license the request is scoped to: another (even the caller's other one) is a 404.
         if str(self.request.license.pk) != self.kwargs["licenseID"]:
-            from rest_framework.exceptions import NotFound
-
             raise NotFound()
         return self.request.license
 
