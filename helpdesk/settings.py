@@ -129,6 +129,7 @@ else:
         "data_folder_in": str(_queue),
         "data_folder_out": str(_queue),
         "processed_folder": str(_queue / "processed"),
+        "control_folder": str(_queue / "control"),  # kombu's default is ./control in the working directory
         "store_processed": False,
     }
 

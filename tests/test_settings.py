@@ -46,3 +46,23 @@ def test_a_malformed_boolean_is_an_error_not_a_guess(tmp_path):
     result = _load_settings(tmp_path, DEBUG="maybe")
     assert result.returncode != 0
     assert "DEBUG must be a boolean" in result.stderr
+
+
+def test_the_embedded_queue_keeps_every_file_under_the_var_dir(tmp_path):
+    """The file-system broker writes its messages and its exchange table under HELPDESK_VAR_DIR, never into
+    the working directory (kombu's default `control_folder` is ./control)."""
+    workdir = tmp_path / "cwd"
+    workdir.mkdir()
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("DEBUG", "SECRET_KEY", "DATABASE_URL", "REDIS_URL")
+    }
+    env.update(HELPDESK_VAR_DIR=str(tmp_path / "var"), PYTHONPATH=str(ROOT))
+    result = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup(); from helpdesk.celery import app; "
+         "app.send_task('tickets.tasks.purge_expired_tickets')"],
+        cwd=workdir, env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert list(workdir.iterdir()) == []
+    assert (tmp_path / "var" / "queue" / "control").is_dir()
+    assert any(path.suffix == ".msg" for path in (tmp_path / "var" / "queue").iterdir())
