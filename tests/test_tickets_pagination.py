@@ -146,8 +146,9 @@ def test_a_list_costs_the_same_queries_whatever_the_page_size(owner, django_asse
     # given tickets with teams, tags, followers, assignment, parent and children
     _rich_tickets(owner.license, size)
     owner.client.get("/v1/tickets", {"pageSize": size})  # warm the count cache
-    # then: the caller (token and membership in one query), page, related (one UNION)
-    with django_assert_num_queries(3):
+    # then: the caller (token and membership in one query) and the page: on PostgreSQL one statement that
+    # builds the documents; elsewhere the page's rows and one UNION query for the related IDs
+    with django_assert_num_queries(2 if connection.vendor == "postgresql" else 3):
         response = owner.client.get("/v1/tickets", {"pageSize": size})
     assert len(response.json()) == size
     assert all(t["teamIDs"] and t["tagIDs"] and t["followers"] for t in response.json())

@@ -158,6 +158,11 @@ class KeysetPagination(BasePagination):
         """The number of items in the filtered queryset (one query). Override to use a cached count."""
         return queryset.count()
 
+    def fetch_page(self, page_queryset) -> list:
+        """The items of the ordered, sliced `page_queryset` (one query). Override to fetch them otherwise; an
+        item is a model instance, or a dict with the primary key's attname (or `pk`/`id`) and the sort field."""
+        return list(page_queryset)
+
     # --- DRF interface -------------------------------------------------------------------------------------
 
     def paginate_queryset(self, queryset, request, view=None):
@@ -172,7 +177,7 @@ class KeysetPagination(BasePagination):
 
         if self.cursor is None:
             offset = (self.page - 1) * size
-            rows = list(queryset.order_by(*self._ordering(descending))[offset : offset + size + 1])
+            rows = self.fetch_page(queryset.order_by(*self._ordering(descending))[offset : offset + size + 1])
             self.has_next, self.has_prev = len(rows) > size, self.page > 1
             items = rows[:size]
         else:
@@ -182,7 +187,9 @@ class KeysetPagination(BasePagination):
                 F(self.sort_field), F("pk"), op, self._cursor_value(model), self._cursor_pk(model)
             )
             walk_descending = descending if forward else not descending
-            rows = list(queryset.filter(condition).order_by(*self._ordering(walk_descending))[: size + 1])
+            rows = self.fetch_page(
+                queryset.filter(condition).order_by(*self._ordering(walk_descending))[: size + 1]
+            )
             more, items = len(rows) > size, rows[:size]
             if forward:
                 self.has_next, self.has_prev = more, True

@@ -1,16 +1,12 @@
-"""Ticket output (plain dicts, built in bulk: the search path's hot loop) and strict input validation.
+"""Strict input validation of tickets, tags and transactions, and the Ticket document of the OpenAPI schema.
 
-A DRF serializer per object costs ~26 µs; a page of 100 tickets would spend more in serializers than in
-PostgreSQL. So the output is built by `ticket_dicts()`: one query for the page (with its assignment and
-parent joined) and one UNION query for the teams, tags, followers and children of the whole page.
+Responses are not built here: the output of the search hot path comes from `tickets.output`.
 """
 
 from __future__ import annotations
 
 import uuid
 
-from django.db import connection
-from django.db.models import CharField, Value
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -24,149 +20,8 @@ from helpdesk.api.fields import (
     StrictListField,
     StrictUUIDField,
 )
-from helpdesk.api.renderers import iso
 from helpdesk.api.serializers import StampedOutputSerializer, StrictSerializer
 from tickets.models import AUTHOR_TYPES, PRIORITIES, SILOS, STATUSES, Tag, Ticket
-
-# --- ticket output --------------------------------------------------------------------------------------
-
-# The columns a ticket dict needs (never search_text / search_vector), parent and assignment joined.
-TICKET_COLUMNS = (
-    "id", "license_id", "created_at", "updated_at", "created_by", "updated_by", "created_by_type", "short_id",
-    "last_message_at", "status", "priority", "subject", "requester_email", "requester_name",
-    "people_in_the_loop", "custom_fields", "rating_requeest_sent", "rating_score", "rating_comment", "rated_at",
-    "silo", "language", "parent_id", "parent__short_id", "parent__subject",
-    "assignment_team_id", "assignment_team__name", "assignment_agent_id", "assignment_agent__name",
-)  # fmt: skip
-
-
-def ticket_queryset(queryset):
-    """The page query: plain rows (no model instances) with the parent and the assignment joined."""
-    return queryset.values(*TICKET_COLUMNS)
-
-
-def _uuid_str(value):
-    return None if value is None else str(value)
-
-
-# PostgreSQL: the page's IDs travel once, as an array, instead of four IN lists of bound parameters.
-_RELATED_SQL = """
-    SELECT 't', ticket_id, team_id, NULL, NULL FROM tickets_ticket_teams WHERE ticket_id = ANY(%(ids)s)
-    UNION ALL SELECT 'g', ticket_id, tag_id, NULL, NULL FROM tickets_ticket_tags WHERE ticket_id = ANY(%(ids)s)
-    UNION ALL SELECT 'f', ticket_id, agent_id, NULL, NULL FROM tickets_ticket_followers WHERE ticket_id = ANY(%(ids)s)
-    UNION ALL SELECT 'c', parent_id, id, short_id, subject FROM tickets_ticket
-        WHERE license_id = %(license)s AND parent_id = ANY(%(ids)s)
-"""
-
-
-def _related_rows(license_id, ticket_ids):
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(_RELATED_SQL, {"ids": list(ticket_ids), "license": license_id})
-            return cursor.fetchall()
-    blank = Value("", output_field=CharField())
-
-    def kind(letter):
-        return Value(letter, output_field=CharField())
-
-    through = {
-        name: getattr(Ticket, name).through.objects.filter(ticket_id__in=ticket_ids)
-        for name in ("teams", "tags", "followers")
-    }
-    return (
-        through["teams"]
-        .values_list(kind("t"), "ticket_id", "team_id", blank, blank)
-        .union(
-            through["tags"].values_list(kind("g"), "ticket_id", "tag_id", blank, blank),
-            through["followers"].values_list(kind("f"), "ticket_id", "agent_id", blank, blank),
-            Ticket.objects.filter(license_id=license_id, parent_id__in=ticket_ids).values_list(
-                kind("c"), "parent_id", "id", "short_id", "subject"
-            ),
-            all=True,
-        )
-    )
-
-
-def _related(license_id, ticket_ids) -> dict:
-    """{ticket ID: {"t": teamIDs, "g": tagIDs, "f": followers, "c": children}} in one query."""
-    related = {ticket_id: {"t": [], "g": [], "f": [], "c": []} for ticket_id in ticket_ids}
-    if not ticket_ids:
-        return related
-    for letter, ticket_id, other_id, short_id, subject in _related_rows(license_id, ticket_ids):
-        if letter == "c":
-            related[ticket_id]["c"].append({"ID": str(other_id), "shortID": short_id, "subject": subject})
-        else:
-            related[ticket_id][letter].append(str(other_id))
-    return related
-
-
-def _sorted(values):
-    return sorted(values) if len(values) > 1 else values
-
-
-def _children(children):
-    if len(children) > 1:
-        children.sort(key=lambda c: int(c["shortID"]) if c["shortID"].isdigit() else 0)
-    return children
-
-
-def ticket_dicts(rows) -> list[dict]:
-    """The contract's Ticket objects for `rows` (from `ticket_queryset`), in order."""
-    rows = list(rows)
-    related = _related(rows[0]["license_id"] if rows else None, [row["id"] for row in rows])
-    out = []
-    for t in rows:
-        more = related[t["id"]]
-        team_id, agent_id, parent_id = t["assignment_team_id"], t["assignment_agent_id"], t["parent_id"]
-        out.append(
-            {
-                "ID": str(t["id"]),
-                "licenseID": t["license_id"],
-                "createdAt": iso(t["created_at"]),
-                "updatedAt": iso(t["updated_at"]),
-                "createdBy": _uuid_str(t["created_by"]),
-                "updatedBy": _uuid_str(t["updated_by"]),
-                "createdByType": t["created_by_type"],
-                "shortID": t["short_id"],
-                "lastMessageAt": iso(t["last_message_at"]),
-                "parent": None
-                if parent_id is None
-                else {
-                    "ID": str(parent_id),
-                    "shortID": t["parent__short_id"],
-                    "subject": t["parent__subject"],
-                },
-                "children": _children(more["c"]),
-                "status": t["status"],
-                "priority": t["priority"],
-                "subject": t["subject"],
-                "teamIDs": _sorted(more["t"]),
-                "requester": {"email": t["requester_email"], "name": t["requester_name"]},
-                "peopleInTheLoop": t["people_in_the_loop"],
-                "tagIDs": _sorted(more["g"]),
-                "followers": _sorted(more["f"]),
-                "assignment": {
-                    "team": None
-                    if team_id is None
-                    else {"ID": str(team_id), "name": t["assignment_team__name"]},
-                    "agent": None
-                    if agent_id is None
-                    else {"ID": str(agent_id), "name": t["assignment_agent__name"]},
-                },
-                "customFields": t["custom_fields"],
-                "ratingRequeestSent": t["rating_requeest_sent"],
-                "rating": None
-                if not t["rating_score"]
-                else {
-                    "score": t["rating_score"],
-                    "comment": t["rating_comment"],
-                    "ratedAt": iso(t["rated_at"]),
-                },
-                "silo": t["silo"],
-                "language": t["language"],
-            }
-        )
-    return out
 
 
 class _RefDoc(serializers.Serializer):

@@ -25,17 +25,17 @@ from tickets.api.serializers import (
     TicketDocSerializer,
     TicketUpdateSerializer,
     TransactionSerializer,
-    ticket_dicts,
-    ticket_queryset,
 )
 from tickets.filters import TicketFilterSet
 from tickets.models import Tag, Ticket
+from tickets.output import ticket_document, ticket_page
 
 DEFAULT_MAX_ATTACHMENT_BYTES = 25 * 1024 * 1024
 
 
 class TicketPagination(KeysetPagination):
-    """Keyset pagination whose exact totals come from the per-license count cache (tickets.counts)."""
+    """Keyset pagination whose exact totals come from the per-license count cache (tickets.counts) and whose
+    page is fetched as finished documents (tickets.output): items are `{"id", <sort field>, "doc"}`."""
 
     count_queryset = None  # the filtered tickets without the output joins (set by the view)
 
@@ -43,10 +43,13 @@ class TicketPagination(KeysetPagination):
         queryset = self.count_queryset if self.count_queryset is not None else queryset
         return counts.cached_count(queryset, self.request.license.pk)
 
+    def fetch_page(self, page_queryset) -> list:
+        return ticket_page(page_queryset, self.sort_field)
+
 
 class TicketViewSet(LicenseScopedViewSet):
     queryset = Ticket.objects.all()
-    serializer_class = TicketDocSerializer  # the OpenAPI document's shape; responses come from ticket_dicts()
+    serializer_class = TicketDocSerializer  # the OpenAPI document's shape; responses come from tickets.output
     filterset_class = TicketFilterSet
     pagination_class = TicketPagination
     sort_fields = {"createdAt": "created_at", "updatedAt": "updated_at", "lastMessageAt": "last_message_at"}
@@ -58,16 +61,16 @@ class TicketViewSet(LicenseScopedViewSet):
             return Ticket.objects.none()
         return super().get_queryset()
 
-    def _one(self, ticket_id) -> dict:
-        return ticket_dicts(ticket_queryset(self.get_queryset().filter(pk=ticket_id)))[0]
+    def _one(self, ticket_id):
+        return ticket_document(self.get_queryset(), ticket_id)
 
     @extend_schema(responses={200: TicketDocSerializer(many=True)})
     def list(self, request):
         queryset = self.filter_queryset(self.get_queryset())
         # Count the filtered rows alone: an index-only scan, not the page's joins.
         self.paginator.count_queryset = queryset
-        page = self.paginate_queryset(ticket_queryset(queryset))
-        return self.get_paginated_response(ticket_dicts(page))
+        page = self.paginate_queryset(queryset)
+        return self.get_paginated_response([item["doc"] for item in page])
 
     @extend_schema(responses={200: TicketDocSerializer})
     def retrieve(self, request, **kwargs):

@@ -1,0 +1,104 @@
+"""CPU per search request inside the application: the WSGI app called directly, no server, no client.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/helpdesk_bench REDIS_URL=redis://127.0.0.1:6379/12 \\
+        CACHE_KEY_PREFIX=bench DEBUG=false SECRET_KEY=bench-only \\
+        .venv/bin/python bench/cpu.py --requests 1000 [--profile 30]
+
+For a few query classes of bench/search.py (largest license, real Basic authentication, counts from the cache)
+it prints the process CPU time per request (`time.process_time`, so waiting for PostgreSQL and Redis is not
+counted) and the wall time. `--profile N` prints the N functions with the most cumulative time for the inbox.
+This is what the web workers spend per request; bench/search.py measures the whole system under load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import cProfile
+import io
+import json
+import os
+import pstats
+import sys
+import time
+import urllib.parse
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "helpdesk.settings")
+os.environ.setdefault("ALLOWED_HOSTS", "127.0.0.1")
+
+CLASSES = {
+    "inbox": {"status": "open", "sortBy": "lastMessageAt"},
+    "tags_none": {"hasTags": "N"},
+    "relative_dates": {"createdDateFrom": "-30d"},
+    "page_of_100": {"pageSize": "100"},
+    "fulltext_common": {"query": "payment"},
+}
+
+
+def _environ(path: str, query: str, authorization: str) -> dict:
+    return {
+        "REQUEST_METHOD": "GET",
+        "PATH_INFO": path,
+        "QUERY_STRING": query,
+        "SERVER_NAME": "127.0.0.1",
+        "SERVER_PORT": "8765",
+        "HTTP_HOST": "127.0.0.1:8765",
+        "REMOTE_ADDR": "127.0.0.1",
+        "HTTP_AUTHORIZATION": authorization,
+        "HTTP_USER_AGENT": "helpdesk-bench/1.0",
+        "wsgi.url_scheme": "http",
+        "wsgi.input": io.BytesIO(b""),
+        "wsgi.errors": sys.stderr,
+        "SERVER_PROTOCOL": "HTTP/1.1",
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--requests", type=int, default=1000)
+    parser.add_argument("--profile", type=int, default=0, help="print the top N functions of the inbox")
+    parser.add_argument("--credentials", default=os.path.join(os.path.dirname(__file__), "credentials.json"))
+    args = parser.parse_args()
+
+    from django.core.wsgi import get_wsgi_application
+
+    app = get_wsgi_application()
+    with open(args.credentials) as handle:
+        big = max(json.load(handle), key=lambda c: c["tickets"])
+    authorization = "Basic " + base64.b64encode(f"{big['accountID']}:{big['token']}".encode()).decode()
+
+    def call(query: str) -> None:
+        status = []
+        body = app(_environ("/v1/tickets", query, authorization), lambda s, h: status.append(s))
+        b"".join(body)
+        if hasattr(body, "close"):
+            body.close()
+        if not status[0].startswith("200"):
+            raise SystemExit(f"{query}: {status[0]}")
+
+    print(f"{'class':<16} {'CPU ms/request':>15} {'wall ms/request':>16}")
+    for name, params in CLASSES.items():
+        query = urllib.parse.urlencode(params)
+        for _ in range(50):
+            call(query)
+        cpu, wall = time.process_time(), time.perf_counter()
+        for _ in range(args.requests):
+            call(query)
+        cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+        print(f"{name:<16} {cpu * 1000 / args.requests:>15.2f} {wall * 1000 / args.requests:>16.2f}")
+
+    if args.profile:
+        query = urllib.parse.urlencode(CLASSES["inbox"])
+        profiler = cProfile.Profile()
+        profiler.enable()
+        for _ in range(args.requests):
+            call(query)
+        profiler.disable()
+        stats = pstats.Stats(profiler).sort_stats("cumulative")
+        stats.print_stats(args.profile)
+        stats.sort_stats("tottime").print_stats(args.profile)
+
+
+if __name__ == "__main__":
+    main()
