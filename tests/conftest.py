@@ -10,6 +10,7 @@ from rest_framework.test import APIClient
 
 from accounts import services
 from accounts.models import ROLE_NORMAL, ROLE_VIEWER
+from helpdesk.context import SYSTEM, reset_actor, set_actor
 from tests.factories import AgentFactory, LicenseFactory
 
 BACKENDS = set(filter(None, os.environ.get("HELPDESK_TEST_BACKENDS", "").split(",")))
@@ -29,6 +30,15 @@ def pytest_collection_modifyitems(config, items):
 def _clean_cache():
     cache.clear()
     yield
+
+
+@pytest.fixture(autouse=True)
+def _fresh_actor():
+    """Every test starts as the system actor: a view called without the middleware (which resets the actor
+    after each request) must not leave its authenticated caller to the next test's audit entries."""
+    token = set_actor(SYSTEM)
+    yield
+    reset_actor(token)
 
 
 class Persona:

@@ -22,6 +22,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework.exceptions import ValidationError
 
 from accounts.models import Agent, Team
+from helpdesk.api.forms import shared_fields
 from helpdesk.api.relative_dates import RelativeDateRange, TimezoneFilter
 from tickets import search
 from tickets.models import PRIORITIES, SILOS, STATUSES, Tag, Ticket
@@ -242,7 +243,8 @@ class TicketFilterSet(django_filters.FilterSet):
     def __init__(self, data=None, queryset=None, *, request=None, prefix=None):
         # django-filter deep-copies every filter, and so every form field, per request (~1.5 ms for this
         # many parameters). The filters keep no per-request state but `model` and `parent`, so shallow copies
-        # sharing form fields built once will do; the form class is built once too (a form copies its fields).
+        # sharing form fields built once will do; the form class is built once too, and its instances share
+        # its fields (helpdesk.api.forms).
         if queryset is None:
             queryset = self._meta.model._default_manager.all()
         self.is_bound = data is not None
@@ -269,7 +271,7 @@ class TicketFilterSet(django_filters.FilterSet):
     def get_form_class(self):
         cls = type(self)
         if cls.__dict__.get("_form_class") is None:
-            cls._form_class = super().get_form_class()
+            cls._form_class = shared_fields(super().get_form_class())
         return cls._form_class
 
     @property

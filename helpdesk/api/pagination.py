@@ -53,6 +53,7 @@ page's items (model instances or ``.values()`` dicts); the view renders them and
 from __future__ import annotations
 
 import datetime
+import functools
 import math
 from dataclasses import dataclass
 
@@ -67,6 +68,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import BasePagination
 from rest_framework.response import Response
 
+from helpdesk.api.forms import shared_fields
 from helpdesk.api.relative_dates import ISO_TIMESTAMP
 
 PAGE = "page"
@@ -295,7 +297,7 @@ class KeysetPagination(BasePagination):
         for name in PAGINATION_PARAMS:
             if name in query_params and not query_params.get(name, "").strip():
                 raise _error(name, "This parameter may not be empty.")
-        form = _ParamsForm(query_params, sort_fields=self.sort_fields, max_page_size=self.max_page_size)
+        form = _params_form(tuple(self.sort_fields), self.max_page_size)(query_params)
         if not form.is_valid():
             name, messages = next(iter(form.errors.items()))
             raise ValidationError({name: list(messages)})
@@ -373,12 +375,13 @@ def _cursor_text(value) -> str:
     return str(value)
 
 
-class _ParamsForm(forms.Form):
-    def __init__(self, data, *, sort_fields, max_page_size):
-        super().__init__(data)
-        self.fields[PAGE] = forms.IntegerField(required=False, min_value=1, max_value=MAX_PAGE)
-        self.fields[PAGE_SIZE] = forms.IntegerField(required=False, min_value=1, max_value=max_page_size)
-        self.fields[ORDER] = forms.ChoiceField(required=False, choices=[("asc", "asc"), ("desc", "desc")])
-        self.fields[SORT_BY] = forms.ChoiceField(
-            required=False, choices=[(name, name) for name in sort_fields]
-        )
+@functools.cache
+def _params_form(sort_fields: tuple[str, ...], max_page_size: int):
+    """The form of the pagination parameters, one class per view configuration (fields shared by instances)."""
+    fields = {
+        PAGE: forms.IntegerField(required=False, min_value=1, max_value=MAX_PAGE),
+        PAGE_SIZE: forms.IntegerField(required=False, min_value=1, max_value=max_page_size),
+        ORDER: forms.ChoiceField(required=False, choices=[("asc", "asc"), ("desc", "desc")]),
+        SORT_BY: forms.ChoiceField(required=False, choices=[(name, name) for name in sort_fields]),
+    }
+    return shared_fields(type("PaginationParamsForm", (forms.Form,), fields))
