@@ -163,3 +163,32 @@ def test_the_license_header_picks_one_of_several_memberships(owner, other_licens
     stranger = LicenseFactory()
     assert owner.client.get("/v1/teams", HTTP_X_LICENSE_ID=str(stranger.pk)).status_code == 403
     assert owner.client.get("/v1/teams", HTTP_X_LICENSE_ID="abc").status_code == 400
+
+
+def test_the_caller_is_loaded_exactly_as_the_orm_loads_it(owner):
+    # given the owner's agent with non-default values in every kind of column (JSON, UUID, dates, nulls)
+    from accounts.models import Account, Agent, License
+    from helpdesk.api.authentication import TokenBasicAuthentication, hash_token
+
+    Agent.objects.filter(pk=owner.agent.pk).update(job_title=None, flags={"x": [1, {"y": None}]})
+    License.objects.filter(pk=owner.license.pk).update(detected_languages=["en", "pl"])
+    # when the token is resolved
+    pat, agent = TokenBasicAuthentication._lookup(str(owner.account.pk), owner.token, None)
+    # then agent, license and account equal the ORM's rows field by field, with the token's own fields
+
+    def values(instance):
+        return {
+            field.attname: getattr(instance, field.attname) for field in type(instance)._meta.concrete_fields
+        }
+
+    assert values(agent) == values(Agent.objects.get(pk=owner.agent.pk))
+    assert values(agent.license) == values(License.objects.get(pk=owner.license.pk))
+    assert values(agent.account) == values(Account.objects.get(pk=owner.account.pk))
+    stored = PersonalAccessToken.objects.get(token_hash=hash_token(owner.token))
+    assert (pat.pk, pat.scopes, pat.last_used_at, pat.account_id) == (
+        stored.pk,
+        stored.scopes,
+        stored.last_used_at,
+        stored.account_id,
+    )
+    assert not agent._state.adding and agent._state.db == "default"
