@@ -6,7 +6,7 @@
 
 For a few query classes of bench/search.py (largest license, real Basic authentication, counts from the cache)
 it prints the process CPU time per request (`time.process_time`, so waiting for PostgreSQL and Redis is not
-counted) and the wall time. `--profile N` prints the N functions with the most cumulative time for the inbox.
+counted) and the wall time. `--profile N` prints the N functions with the most cumulative time for one class.
 This is what the web workers spend per request; bench/search.py measures the whole system under load.
 """
 
@@ -57,7 +57,8 @@ def _environ(path: str, query: str, authorization: str) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--requests", type=int, default=1000)
-    parser.add_argument("--profile", type=int, default=0, help="print the top N functions of the inbox")
+    parser.add_argument("--profile", type=int, default=0, help="print the top N functions of --profile-class")
+    parser.add_argument("--profile-class", default="inbox")
     parser.add_argument("--credentials", default=os.path.join(os.path.dirname(__file__), "credentials.json"))
     args = parser.parse_args()
 
@@ -66,6 +67,13 @@ def main() -> None:
     app = get_wsgi_application()
     with open(args.credentials) as handle:
         big = max(json.load(handle), key=lambda c: c["tickets"])
+    from accounts.models import Team
+    from tickets.models import Tag
+
+    tags = [str(pk) for pk in Tag.objects.filter(license_id=big["licenseID"]).values_list("pk", flat=True)[:2]]
+    team = str(Team.objects.filter(license_id=big["licenseID"]).values_list("pk", flat=True).first())
+    CLASSES["tags"] = {"tagIDs[]": tags}
+    CLASSES["team"] = {"teamIDs[]": [team]}
     authorization = "Basic " + base64.b64encode(f"{big['accountID']}:{big['token']}".encode()).decode()
 
     def call(query: str) -> None:
@@ -79,7 +87,7 @@ def main() -> None:
 
     print(f"{'class':<16} {'CPU ms/request':>15} {'wall ms/request':>16}")
     for name, params in CLASSES.items():
-        query = urllib.parse.urlencode(params)
+        query = urllib.parse.urlencode(params, doseq=True)
         for _ in range(50):
             call(query)
         cpu, wall = time.process_time(), time.perf_counter()
@@ -89,7 +97,7 @@ def main() -> None:
         print(f"{name:<16} {cpu * 1000 / args.requests:>15.2f} {wall * 1000 / args.requests:>16.2f}")
 
     if args.profile:
-        query = urllib.parse.urlencode(CLASSES["inbox"])
+        query = urllib.parse.urlencode(CLASSES[args.profile_class], doseq=True)
         profiler = cProfile.Profile()
         profiler.enable()
         for _ in range(args.requests):
