@@ -70,7 +70,9 @@ def main() -> None:
     from accounts.models import Team
     from tickets.models import Tag
 
-    tags = [str(pk) for pk in Tag.objects.filter(license_id=big["licenseID"]).values_list("pk", flat=True)[:2]]
+    tags = [
+        str(pk) for pk in Tag.objects.filter(license_id=big["licenseID"]).values_list("pk", flat=True)[:2]
+    ]
     team = str(Team.objects.filter(license_id=big["licenseID"]).values_list("pk", flat=True).first())
     CLASSES["tags"] = {"tagIDs[]": tags}
     CLASSES["team"] = {"teamIDs[]": [team]}
