@@ -205,7 +205,7 @@ def _caller_query(vendor: str):
 
 
 def _load(model, attnames, converters, values):
-    values = [_convert(field, value) for field, value in zip(converters, values, strict=True)]
+    values = [_convert(converter, value) for converter, value in zip(converters, values, strict=True)]
     return model.from_db(connection.alias, attnames, values)
 
 
