@@ -244,6 +244,26 @@ def test_ids_of_another_license_are_a_400(owner, other_license, param):
     assert param in response.json()["details"]
 
 
+def test_a_foreign_team_next_to_a_matching_team_is_a_400(owner, other_license):
+    # given a ticket of the caller's default team: the search matches through that team alone
+    TicketFactory(license=owner.license)
+    teams = [str(owner.license.default_team_id), str(other_license.default_team_id)]
+    # when
+    response = owner.client.get("/v1/tickets", {"teamIDs[]": teams})
+    # then
+    assert response.status_code == 400
+    assert f"'{other_license.default_team_id}' does not exist" in str(response.json()["details"]["teamIDs[]"])
+
+
+def test_a_foreign_tag_next_to_a_matching_tag_is_a_400(owner, other_license):
+    tag = TagFactory(license=owner.license)
+    TicketFactory(license=owner.license, tags=[tag])
+    foreign = TagFactory(license=other_license)
+    response = owner.client.get("/v1/tickets", {"tagIDs[]": [str(tag.pk), str(foreign.pk)]})
+    assert response.status_code == 400
+    assert "tagIDs[]" in response.json()["details"]
+
+
 def test_an_outsider_finds_nothing(world, outsider):
     # given the outsider has a ticket of its own
     TicketFactory(license=outsider.license, subject="theirs")

@@ -239,6 +239,8 @@ class TicketFilterSet(django_filters.FilterSet):
         "follower": Agent,
         "assignment.agentID": Agent,
     }
+    # A ticket that matched these names every one of their IDs (for teamIDs[], any one of them).
+    MATCH_ALL = {"assignment.teamID", "tagIDs[]", "follower", "assignment.agentID"}
 
     def __init__(self, data=None, queryset=None, *, request=None, prefix=None):
         # django-filter deep-copies every filter, and so every form field, per request (~1.5 ms for this
@@ -278,18 +280,22 @@ class TicketFilterSet(django_filters.FilterSet):
     def license(self):
         return self.request.license
 
-    def filter_queryset(self, queryset):
-        self._check_related()
-        return super().filter_queryset(queryset)
+    def check_related(self, *, matched: bool) -> None:
+        """A 400 naming the parameter when an ID it names is not one of the license's teams, tags or agents.
 
-    def _check_related(self) -> None:
+        Call it once the search is counted: tickets link only to their own license's teams, tags and agents
+        (tickets.services checks every link), so when anything matched, the IDs of the `MATCH_ALL` parameters
+        (and a single `teamIDs[]`) exist; the common search needs no look-up. Otherwise one query per model.
+        """
         wanted: dict[type, dict[uuid.UUID, str]] = {}
         for param, model in self.RELATED.items():
             value = self.form.cleaned_data.get(param)
             values = value if isinstance(value, list) else [value]
-            for item in values:
-                if isinstance(item, uuid.UUID):
-                    wanted.setdefault(model, {})[item] = param
+            ids = [item for item in values if isinstance(item, uuid.UUID)]
+            if matched and (param in self.MATCH_ALL or len(ids) == 1):
+                continue
+            for item in ids:
+                wanted.setdefault(model, {})[item] = param
         for model, ids in wanted.items():
             found = set(
                 model.objects.for_license(self.license).filter(pk__in=ids).values_list("pk", flat=True)

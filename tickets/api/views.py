@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status
 from rest_framework.decorators import action
@@ -47,10 +48,19 @@ class TicketPagination(KeysetPagination):
         return ticket_page(page_queryset, self.sort_field)
 
 
+class TicketFilterBackend(DjangoFilterBackend):
+    """DjangoFilterBackend that leaves its FilterSet on the view, for the check that needs the total."""
+
+    def get_filterset(self, request, queryset, view):
+        view.filterset = super().get_filterset(request, queryset, view)
+        return view.filterset
+
+
 class TicketViewSet(LicenseScopedViewSet):
     queryset = Ticket.objects.all()
     serializer_class = TicketDocSerializer  # the OpenAPI document's shape; responses come from tickets.output
     filterset_class = TicketFilterSet
+    filter_backends = [TicketFilterBackend]
     pagination_class = TicketPagination
     sort_fields = {"createdAt": "created_at", "updatedAt": "updated_at", "lastMessageAt": "last_message_at"}
     roles = {"create": WRITERS, "partial_update": WRITERS, "destroy": WRITERS, "child_tickets": WRITERS}
@@ -70,6 +80,7 @@ class TicketViewSet(LicenseScopedViewSet):
         # Count the filtered rows alone: an index-only scan, not the page's joins.
         self.paginator.count_queryset = queryset
         page = self.paginate_queryset(queryset)
+        self.filterset.check_related(matched=self.paginator.count > 0)
         return self.get_paginated_response([item["doc"] for item in page])
 
     @extend_schema(responses={200: TicketDocSerializer})
