@@ -60,3 +60,10 @@ def test_the_docs_page_is_served_without_a_cdn(client, db):
     html = response.content.decode()
     assert "/v1/openapi.json" in html
     assert "cdn." not in html and "unpkg" not in html
+
+
+def test_the_ticket_search_documents_every_filter_and_pagination_parameter(schema):
+    names = {p["name"] for p in schema["paths"]["/v1/tickets"]["get"]["parameters"]}
+    expected = {"status", "query", "teamIDs[]", "tagIDs[]", "assignment.agentID", "language[]", "priorityOp"}
+    expected |= {"createdDateFrom", "lastClientMessageTo", "timezone", "pageSize", "next.value", "prev.ID"}
+    assert expected <= names, expected - names
