@@ -7,6 +7,8 @@ import time_machine
 
 from accounts.models import ROLE_NORMAL
 from tests.factories import AgentFactory, TagFactory, TeamFactory, TicketFactory
+from tickets.filters import Linked
+from tickets.models import Ticket
 
 UTC = datetime.UTC
 NOW = datetime.datetime(2026, 3, 15, 12, 0, tzinfo=UTC)
@@ -262,6 +264,23 @@ def test_a_foreign_tag_next_to_a_matching_tag_is_a_400(owner, other_license):
     response = owner.client.get("/v1/tickets", {"tagIDs[]": [str(tag.pk), str(foreign.pk)]})
     assert response.status_code == 400
     assert "tagIDs[]" in response.json()["details"]
+
+
+@pytest.mark.parametrize(
+    ("condition", "expected"),
+    [
+        (lambda w: Linked("tags", [w["red"].pk]), {"alpha", "bravo"}),
+        (lambda w: Linked("teams", [w["t1"].pk, w["t2"].pk]), {"alpha", "charlie"}),
+        (lambda w: ~Linked("tags"), {"charlie", "delta", "echo", "foxtrot", "golf", "hotel"}),
+    ],
+)
+def test_the_linked_condition_holds_inside_a_subquery_and_a_join(world, condition, expected):
+    # The search's condition names the tickets table by its alias, which changes when the query is nested
+    filtered = Ticket.objects.filter(condition(world))
+    nested = Ticket.objects.filter(pk__in=filtered.values("pk"))
+    children = Ticket.objects.filter(parent__in=filtered).values_list("subject", flat=True)
+    assert set(nested.values_list("subject", flat=True)) == expected
+    assert set(children) == ({"bravo", "hotel"} if "alpha" in expected else set())
 
 
 def test_an_outsider_finds_nothing(world, outsider):

