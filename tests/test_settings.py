@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -66,3 +68,17 @@ def test_the_embedded_queue_keeps_every_file_under_the_var_dir(tmp_path):
     assert list(workdir.iterdir()) == []
     assert (tmp_path / "var" / "queue" / "control").is_dir()
     assert any(path.suffix == ".msg" for path in (tmp_path / "var" / "queue").iterdir())
+
+
+@pytest.mark.redis
+def test_the_redis_cache_keeps_one_client_per_connection_pool():
+    from django.core.cache import cache
+
+    client = cache._cache.get_client(write=True)
+    # when
+    cache.set("settings-test", {"n": 1}, 30)
+    # then every operation goes through the same client, and they still work against the real server
+    assert cache._cache.get_client() is client
+    assert cache.get_many(["settings-test", "missing"]) == {"settings-test": {"n": 1}}
+    assert cache.add("settings-test", 2) is False
+    assert client.exists(cache.make_and_validate_key("settings-test")) == 1
