@@ -88,3 +88,14 @@ def test_the_vector_is_written_in_the_same_transaction(owner):
         cursor.execute("SELECT search_vector::text FROM tickets_ticket WHERE id = %s", [ticket.pk])
         vector = cursor.fetchone()[0]
     assert "'quokka'" in vector
+
+
+@pytest.mark.postgres
+def test_the_next_page_of_a_query_does_not_parse_it_again(owner, corpus, django_assert_num_queries):
+    # given a query searched once (parsed into its tsquery, counted)
+    first = owner.client.get("/v1/tickets", {"query": "Where invoices", "pageSize": 1})
+    assert first.status_code == 200 and first["X-Total-Results"] == "1"
+    # then the same words again cost what a search without them costs: the caller and the page
+    with django_assert_num_queries(2):
+        again = owner.client.get("/v1/tickets", {"query": "Where invoices", "pageSize": 1})
+    assert [t["subject"] for t in again.json()] == ["Invoice question"]

@@ -107,7 +107,13 @@ def tsquery_text(query: str, languages) -> str:
     everything. `querytree()` is `T` (or empty) for such a query, and then that config is left out. Equal
     alternatives are merged, so the planner's estimate is not multiplied by the number of languages.
     """
-    configs = sorted({pg_config(code) for code in languages} - {"simple"})
+    return _tsquery_text(query, tuple(sorted({pg_config(code) for code in languages} - {"simple"})))
+
+
+@functools.lru_cache(maxsize=4096)
+def _tsquery_text(query: str, configs: tuple[str, ...]) -> str:
+    # Remembered per process: the same words and configs always parse to the same tsquery (the dictionaries
+    # change only with DDL), and a walk through a search's pages asks for it again on every page.
     columns = ["websearch_to_tsquery('simple'::regconfig, %s)::text"] + [
         f"(CASE WHEN querytree(websearch_to_tsquery('{c}'::regconfig, %s)) IN ('T', '') THEN '' "
         f"ELSE websearch_to_tsquery('{c}'::regconfig, %s)::text END)"
