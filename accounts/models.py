@@ -299,6 +299,10 @@ class AttachmentTransaction(LicenseOwned):
     bound_type = models.CharField(max_length=30, blank=True)  # "ticket", "agent", "template"
     bound_id = models.UUIDField(null=True, blank=True)
 
+    class Meta:
+        # The purge finds the transactions of a batch of tickets by what they are bound to.
+        indexes = [models.Index(fields=["license", "bound_type", "bound_id"], name="txn_license_bound")]
+
     def __str__(self):
         return f"transaction {self.pk}"
 
