@@ -484,7 +484,9 @@ def test_the_purge_has_its_indexes(db):
         message_indexes = connection.introspection.get_constraints(cursor, "tickets_message")
     assert message_indexes["message_ticket_fk"]["columns"] == ["ticket_id"]
     with connection.cursor() as cursor:
-        transaction_indexes = connection.introspection.get_constraints(cursor, "accounts_attachmenttransaction")
+        transaction_indexes = connection.introspection.get_constraints(
+            cursor, "accounts_attachmenttransaction"
+        )
     assert transaction_indexes["txn_license_bound"]["columns"] == ["license_id", "bound_type", "bound_id"]
 
 
