@@ -7,6 +7,7 @@ import pytest
 from django.db.models import F
 
 from accounts.models import ROLE_NORMAL
+from helpdesk.api.pagination import cursor_text
 from tests.factories import AgentFactory, TagFactory, TeamFactory, TicketFactory
 from tickets import output
 from tickets.models import Ticket
@@ -94,4 +95,6 @@ def test_the_page_keeps_the_order_and_the_cursor_keys(owner, varied, sort_field,
         .order_by(*(f"-{sort_field}", "-pk") if descending else (sort_field, "pk"))
         .values_list("pk", sort_field)
     )
-    assert [(item["id"], item[sort_field]) for item in items] == expected
+    assert [(item["id"], item[sort_field]) for item in items] == [
+        (str(pk), cursor_text(value)) for pk, value in expected
+    ]

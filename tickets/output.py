@@ -8,7 +8,8 @@ lists. The paginator reads `id` and the sort value for its cursors; the view ren
   that SQL becomes a subquery of a statement in which PostgreSQL builds each document with `json_build_object`
   (timestamps formatted; parent, assignment, teams, tags, followers and children by subqueries per ticket).
   Python neither loads the rows' columns nor builds dicts: each document arrives as JSON text and is embedded
-  in the response as an `orjson.Fragment`. This is what makes a search request cheap in CPU (see bench/).
+  in the response as an `orjson.Fragment`; the items' `id` and sort value arrive as the cursor's text
+  (`helpdesk.api.pagination.cursor_text`). This is what makes a search request cheap in CPU (see bench/).
 * **SQLite** (the embedded default): the same documents built in Python from `.values()` rows and one UNION
   query for the related IDs.
 
@@ -84,9 +85,13 @@ def _document_sql() -> str:
 
 
 def _page_sql(keys_sql: str, descending: bool) -> str:
+    # The keys come back as the cursor's text (`helpdesk.api.pagination.cursor_text`): the paginator reads only
+    # the first and the last, and loading a hundred timestamps and UUIDs as Python objects cost ~0.3 ms.
     direction = "DESC" if descending else "ASC"
     return f"""
-        SELECT k.id, k.sort_value, {_document_sql()}
+        SELECT k.id::text,
+               to_char(k.sort_value AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+               {_document_sql()}
         FROM ({keys_sql}) AS k(id, sort_value)
         JOIN {Ticket._meta.db_table} t ON t.id = k.id
         ORDER BY k.sort_value {direction}, k.id {direction}"""

@@ -162,7 +162,8 @@ class KeysetPagination(BasePagination):
 
     def fetch_page(self, page_queryset) -> list:
         """The items of the ordered, sliced `page_queryset` (one query). Override to fetch them otherwise; an
-        item is a model instance, or a dict with the primary key's attname (or `pk`/`id`) and the sort field."""
+        item is a model instance, or a dict with the primary key's attname (or `pk`/`id`) and the sort field.
+        A dict may hold the cursor's text for both (the ID as text, the value as `cursor_text` writes it)."""
         return list(page_queryset)
 
     # --- DRF interface -------------------------------------------------------------------------------------
@@ -281,7 +282,7 @@ class KeysetPagination(BasePagination):
         params = self.query_params.copy()
         for name in (PAGE, *CURSOR_PARAMS):
             params.pop(name, None)
-        params[f"{direction}.value"] = _cursor_text(value)
+        params[f"{direction}.value"] = cursor_text(value)
         params[f"{direction}.ID"] = str(pk)
         return self.request.build_absolute_uri(f"{self.request.path}?{params.urlencode()}")
 
@@ -368,7 +369,8 @@ class KeysetPagination(BasePagination):
         return getattr(item, self.sort_field), item.pk
 
 
-def _cursor_text(value) -> str:
+def cursor_text(value) -> str:
+    """A cursor value as the Link header carries it: UTC with microseconds (`2026-04-30T22:02:08.901234Z`)."""
     if isinstance(value, datetime.datetime):
         value = value.astimezone(datetime.UTC)
         return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond:06d}Z"
