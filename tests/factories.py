@@ -117,6 +117,8 @@ class TicketFactory(factory.django.DjangoModelFactory):
         if fields:
             model_class.objects.filter(pk=ticket.pk).update(**fields)
             ticket.refresh_from_db()
+            if {"silo", "status"} & set(fields):
+                ticket_services.sync_team_links(ticket)  # as the services keep them
         return ticket
 
 

@@ -29,7 +29,10 @@ def make_ticket(license, *, silo="tickets", updated_at=None, parent=None, messag
     tag, _ = Tag.objects.get_or_create(license=license, name="billing")
     ticket.tags.add(tag)
     if license.default_team_id:
-        ticket.teams.add(license.default_team)
+        ticket.teams.add(
+            license.default_team,
+            through_defaults={"license_id": license.pk, "silo": ticket.silo, "status": ticket.status},
+        )
     return ticket
 
 

@@ -8,7 +8,7 @@ from django.test.utils import CaptureQueriesContext
 from accounts.models import Agent
 from tests.admin_helpers import error_text, form_data
 from tests.factories import AgentFactory, LicenseFactory, TagFactory, TeamFactory, TicketFactory
-from tickets.models import Message, Tag, Ticket
+from tickets.models import Message, Tag, Ticket, TicketTeam
 
 URL = "/admin/tickets/ticket/"
 
@@ -59,6 +59,21 @@ def test_the_admin_changes_a_ticket_and_replies(superuser, license):
     assert (ticket.status, ticket.assignment_team, ticket.assignment_agent) == ("solved", team, agent)
     reply = ticket.messages.order_by("created_at").last()
     assert (reply.text, reply.author_type, reply.author_agent) == ("Sorted, thanks!", "agent", None)
+
+
+def test_the_admin_changes_a_tickets_teams_and_the_links_carry_its_state(superuser, license):
+    ticket = TicketFactory(license=license)
+    team = TeamFactory(license=license, name="Escalations")
+    url = f"{URL}{ticket.pk}/change/"
+    page = superuser.get(url)
+    assert 'name="teams"' in page.content.decode()  # the team picker, though TicketTeam is its own model
+    data = form_data(page) | {"status": "onhold", "teams": [str(team.pk)]}
+    response = superuser.post(url, data)
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    links = list(
+        TicketTeam.objects.filter(ticket=ticket).values_list("team_id", "license_id", "silo", "status")
+    )
+    assert links == [(team.pk, license.pk, "tickets", "onhold")]
 
 
 def test_an_owners_reply_is_signed_by_their_agent(staff_owner, owner, license):

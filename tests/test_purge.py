@@ -235,7 +235,11 @@ def test_the_purge_knows_every_relation_to_a_ticket():
     # A new foreign key to Ticket (or to a ticket's attachment transaction) must be handled in
     # tickets.purge._delete_license_rows; until it is, the database refuses the batch at commit.
     relations = {(rel.related_model._meta.label, rel.field.name) for rel in Ticket._meta.related_objects}
-    assert relations == {("tickets.Message", "ticket"), ("tickets.Ticket", "parent")}
+    assert relations == {
+        ("tickets.Message", "ticket"),
+        ("tickets.Ticket", "parent"),
+        ("tickets.TicketTeam", "ticket"),  # the teams relation's link model, deleted with the other links
+    }
     assert {field.name for field in Ticket._meta.many_to_many} == {"teams", "tags", "followers"}
     txn_relations = {
         (rel.related_model._meta.label, rel.field.name) for rel in AttachmentTransaction._meta.related_objects

@@ -101,7 +101,7 @@ class Ticket(LicenseOwned, Stamped):
     search_text = models.TextField(blank=True, default="")
     # PostgreSQL only (a plain unused column on SQLite); written by tickets.search.reindex().
     search_vector = SearchVectorField(null=True, editable=False)
-    teams = models.ManyToManyField(Team, related_name="tickets", blank=True, db_table="tickets_ticket_teams")
+    teams = models.ManyToManyField(Team, related_name="tickets", blank=True, through="TicketTeam")
     tags = models.ManyToManyField(Tag, related_name="tickets", blank=True, db_table="tickets_ticket_tags")
     followers = models.ManyToManyField(
         Agent, related_name="followed_tickets", blank=True, db_table="tickets_ticket_followers"
@@ -139,6 +139,33 @@ class Ticket(LicenseOwned, Stamped):
     @property
     def is_read_only(self) -> bool:
         return self.silo in READ_ONLY_SILOS
+
+
+class TicketTeam(models.Model):
+    """A ticket visible to a team, with the ticket's license, silo and status copied onto the link.
+
+    The copies serve one search: a team's inbox (`teamIDs[]`, with the default or any one status and silo, nothing
+    else). Its exact total is then an index-only count of the team's links, `(license, team, silo, status,
+    ticket)`, instead of a join of the team's links with all the license's open tickets (~1.8 ms instead of ~55 ms
+    for a team of 15,000 open tickets among 220,000; see TicketFilterSet.count_queryset). tickets.services keeps
+    the copies equal to the ticket's in the transaction of every write (`sync_team_links`).
+    """
+
+    ticket = models.ForeignKey(Ticket, on_delete=models.CASCADE)
+    team = models.ForeignKey(Team, on_delete=models.CASCADE)
+    license = models.ForeignKey(License, on_delete=models.CASCADE, related_name="+", db_index=False)
+    silo = models.CharField(max_length=10, choices=[(s, s) for s in SILOS])
+    status = models.CharField(max_length=10, choices=[(s, s) for s in STATUSES])
+
+    class Meta:
+        db_table = "tickets_ticket_teams"
+        unique_together = [("ticket", "team")]
+        indexes = [
+            models.Index(fields=["license", "team", "silo", "status", "ticket"], name="ticket_team_inbox"),
+        ]
+
+    def __str__(self):
+        return f"{self.ticket_id} → {self.team_id}"
 
 
 class Message(LicenseOwned):

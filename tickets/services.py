@@ -19,7 +19,7 @@ from accounts.services import same_license, stamp_create, stamp_update, transact
 from helpdesk.api.errors import Conflict, field_error
 from helpdesk.context import current_actor
 from tickets import counts, search
-from tickets.models import READ_ONLY_SILOS, Message, Tag, Ticket
+from tickets.models import READ_ONLY_SILOS, Message, Tag, Ticket, TicketTeam
 
 # --- helpers ------------------------------------------------------------------------------------------
 
@@ -99,13 +99,22 @@ def _set_relations(ticket: Ticket, *, teams=None, tags=None, followers=None) -> 
     license = ticket.license
     if teams is not None:
         same_license(license, teams, "teamIDs")
-        ticket.teams.set(teams)
+        ticket.teams.set(teams, through_defaults=_link_copies(ticket))
     if tags is not None:
         same_license(license, tags, "tagIDs")
         ticket.tags.set(tags)
     if followers is not None:
         same_license(license, followers, "followers")
         ticket.followers.set(followers)
+
+
+def _link_copies(ticket: Ticket) -> dict:
+    return {"license_id": ticket.license_id, "silo": ticket.silo, "status": ticket.status}
+
+
+def sync_team_links(ticket: Ticket) -> None:
+    """Copy the ticket's silo and status onto its team links (TicketTeam); call after every change of either."""
+    TicketTeam.objects.filter(ticket=ticket).update(**_link_copies(ticket))
 
 
 def _unique_people(people) -> list[dict]:
@@ -218,6 +227,7 @@ def ticket_update(
             code="read_only_silo",
         )
     now = timezone.now()
+    state_before = (ticket.silo, ticket.status)
     if "status" in fields and fields["status"] != ticket.status:
         ticket.status_changed_at = now
     for key, value in fields.items():
@@ -238,6 +248,8 @@ def ticket_update(
         )
     stamp_update(ticket)
     ticket.save(update_fields=_SAVED_ON_UPDATE)
+    if (ticket.silo, ticket.status) != state_before:
+        sync_team_links(ticket)
     if teams is not None and not teams and license.default_team_id:
         teams = [license.default_team]  # every ticket stays visible to at least one team
     if ticket.assignment_team is not None and teams is not None and ticket.assignment_team not in teams:
@@ -259,6 +271,7 @@ def ticket_delete(*, ticket: Ticket) -> Ticket:
         Ticket.objects.filter(pk=ticket.pk).update(
             silo=ticket.silo, updated_at=ticket.updated_at, updated_by=ticket.updated_by
         )
+        sync_team_links(ticket)
         counts.invalidate(ticket.license_id)
     return ticket
 

@@ -165,6 +165,10 @@ class LicenseScopedAdmin(ServiceAdmin):
             kwargs.setdefault("queryset", self.related_queryset(request, db_field.related_model))
             if db_field.name in self.get_autocomplete_fields(request):
                 kwargs.setdefault("widget", self.related_widget(request, db_field, multiple=True))
+        if not db_field.remote_field.through._meta.auto_created:
+            # Django's admin leaves out relations with their own link model (TicketTeam), because it could not
+            # fill the link's other columns. Admins that show one write it through a service (ServiceAdmin).
+            return db_field.formfield(**kwargs)
         return super().formfield_for_manytomany(db_field, request, **kwargs)
 
 

@@ -77,8 +77,8 @@ class TicketViewSet(LicenseScopedViewSet):
     @extend_schema(responses={200: TicketDocSerializer(many=True)})
     def list(self, request):
         queryset = self.filter_queryset(self.get_queryset())
-        # Count the filtered rows alone: an index-only scan, not the page's joins.
-        self.paginator.count_queryset = queryset
+        # Count the filtered rows alone (an index-only scan, not the page's joins), or a team inbox's links.
+        self.paginator.count_queryset = self.filterset.count_queryset(queryset)
         page = self.paginate_queryset(queryset)
         self.filterset.check_related(matched=self.paginator.count > 0)
         return self.get_paginated_response([item["doc"] for item in page])

@@ -48,7 +48,7 @@ COPIES = {
     "tickets": f"COPY bench_ticket_stage ({', '.join(TICKET_COLUMNS)}) FROM STDIN",
     "messages": "COPY tickets_message (id, license_id, ticket_id, text, is_private, author_type, author_agent_id, "
     "created_at) FROM STDIN",
-    "teams": "COPY tickets_ticket_teams (ticket_id, team_id) FROM STDIN",
+    "teams": "COPY tickets_ticket_teams (ticket_id, team_id, license_id, silo, status) FROM STDIN",
     "tags": "COPY tickets_ticket_tags (ticket_id, tag_id) FROM STDIN",
     "followers": "COPY tickets_ticket_followers (ticket_id, agent_id) FROM STDIN",
 }
@@ -340,12 +340,13 @@ class Command(BaseCommand):
                     custom["region"] = rng.choice(["eu", "us", "apac"])
             rated = status in ("solved", "closed") and rng.random() < 0.3
             parent = rng.choice(world["ids"]) if world["ids"] and rng.random() < 0.02 else None
+            priority = rng.choices(priorities, priority_weights)[0]
+            silo = rng.choices(silos, silo_weights)[0]
             tickets.write(
                 _line(
                     [
                         ticket_id, world["license"].pk, number, short_id, _ts(created), None, "agent", _ts(updated),
-                        None, status, rng.choices(priorities, priority_weights)[0],
-                        rng.choices(silos, silo_weights)[0], subject, requester_email, requester_name, "[]",
+                        None, status, priority, silo, subject, requester_email, requester_name, "[]",
                         json.dumps(custom), "t" if rated else "f", rng.choice(["good", "bad"]) if rated else "", "",
                         _ts(updated) if rated else None, language, _ts(created + rng.random() * span),
                         _ts(times[-1]), _ts(last_agent), _ts(last_client), search_text, agent,
@@ -355,11 +356,12 @@ class Command(BaseCommand):
             )  # fmt: skip
             if len(world["ids"]) < 5000:
                 world["ids"].append(ticket_id)
-            teams_file.write(_line([ticket_id, team]))
+            license_id = world["license"].pk
+            teams_file.write(_line([ticket_id, team, license_id, silo, status]))
             if rng.random() < 0.2:
                 other = rng.choice(world["teams"])
                 if other != team:
-                    teams_file.write(_line([ticket_id, other]))
+                    teams_file.write(_line([ticket_id, other, license_id, silo, status]))
             for tag in set(rng.choices(world["tags"][:20], k=rng.choice([0, 0, 1, 1, 2, 3]))):
                 tags_file.write(_line([ticket_id, tag]))
             for follower in set(rng.choices(world["agents"], k=rng.choice([0, 0, 1, 2]))):
