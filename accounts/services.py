@@ -28,6 +28,7 @@ from accounts.models import (
 from helpdesk.api.authentication import MIN_SCOPE, hash_token
 from helpdesk.api.errors import Conflict, field_error
 from helpdesk.context import current_actor
+from tickets import counts
 
 DEFAULT_TOKEN_SCOPES = [MIN_SCOPE, "accounts--all:rw"]
 DEFAULT_TEAM_NAME = "General"
@@ -257,7 +258,8 @@ def team_delete(*, team: Team) -> None:
         raise Conflict(
             "The default team cannot be deleted; make another team the default first.", code="default_team"
         )
-    team.delete()
+    team.delete()  # its ticket links go with it (cascade)
+    counts.invalidate(license.pk)  # a cached total of its inbox must not outlive it
 
 
 # --- agents ---------------------------------------------------------------------------------------------

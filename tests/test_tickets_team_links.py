@@ -145,3 +145,11 @@ def test_another_licenses_team_is_still_a_400_and_counts_nothing(owner, outsider
     # and the outsider's inbox does not see the owner's tickets
     total, subjects = search(outsider, **{"teamIDs[]": [str(outsider.license.default_team_id)]})
     assert (total, subjects) == (1, ["outsider open"])
+
+
+def test_a_deleted_teams_inbox_is_no_longer_counted(owner, inboxes):
+    a, _ = inboxes
+    assert search(owner, **{"teamIDs[]": [str(a.pk)]})[0] == 3  # cached now
+    assert owner.client.delete(f"/v1/teams/{a.pk}").status_code == 204
+    response = owner.client.get("/v1/tickets", {"teamIDs[]": [str(a.pk)]})
+    assert response.status_code == 400 and "teamIDs[]" in response.json()["details"]

@@ -162,6 +162,7 @@ class TicketTeam(models.Model):
         unique_together = [("ticket", "team")]
         indexes = [
             models.Index(fields=["license", "team", "silo", "status", "ticket"], name="ticket_team_inbox"),
+            models.Index(fields=["team", "ticket"], name="ticket_teams_team_ticket"),  # from migration 0005
         ]
 
     def __str__(self):

@@ -3,8 +3,9 @@
 The relation table stays where it is: `TicketTeam` takes over the auto-created `tickets_ticket_teams` (same
 table, columns, unique constraint and indexes, so only Django's state changes), then the copies are added and
 filled from the tickets, and the inbox index is built. The fill rewrites every link in one transaction (1.2
-million links: ~1 minute on the benchmark's machine) and holds the table's write lock until it commits: run it
-while nothing writes tickets (docs/operations.md, "Upgrading").
+million links: ~1 minute on the benchmark's machine), and adding the columns locks the table against reads and
+writes until it commits, so searches wait too: run it with the web processes stopped (docs/operations.md), then
+`VACUUM ANALYZE tickets_ticket_teams` so that the inbox counts are index-only at once.
 """
 
 import django.db.models.deletion
@@ -49,7 +50,12 @@ class Migration(migrations.Migration):
                             ),
                         ),
                     ],
-                    options={"db_table": "tickets_ticket_teams", "unique_together": {("ticket", "team")}},
+                    options={
+                        "db_table": "tickets_ticket_teams",
+                        "unique_together": {("ticket", "team")},
+                        # built by 0005 as SQL; in the state, so that SQLite's table rebuilds below keep it
+                        "indexes": [models.Index(fields=["team", "ticket"], name="ticket_teams_team_ticket")],
+                    },
                 ),
                 migrations.AlterField(
                     model_name="ticket",
