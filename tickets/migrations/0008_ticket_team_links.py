@@ -11,8 +11,6 @@ writes until it commits, so searches wait too: run it with the web processes sto
 import django.db.models.deletion
 from django.db import migrations, models
 
-import tickets.models
-
 FILL = """
     UPDATE tickets_ticket_teams SET (license_id, silo, status) = (
         SELECT t.license_id, t.silo, t.status FROM tickets_ticket t WHERE t.id = tickets_ticket_teams.ticket_id
@@ -81,7 +79,9 @@ class Migration(migrations.Migration):
             model_name="ticketteam",
             name="silo",
             field=models.CharField(
-                choices=[(s, s) for s in tickets.models.SILOS], default="tickets", max_length=10
+                choices=[(s, s) for s in ("tickets", "archive", "spam", "trash")],
+                default="tickets",
+                max_length=10,
             ),
             preserve_default=False,
         ),
@@ -89,7 +89,9 @@ class Migration(migrations.Migration):
             model_name="ticketteam",
             name="status",
             field=models.CharField(
-                choices=[(s, s) for s in tickets.models.STATUSES], default="open", max_length=10
+                choices=[(s, s) for s in ("open", "pending", "onhold", "solved", "closed")],
+                default="open",
+                max_length=10,
             ),
             preserve_default=False,
         ),
