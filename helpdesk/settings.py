@@ -198,6 +198,8 @@ HELPDESK_INBOUND_DOMAIN = env_str("HELPDESK_INBOUND_DOMAIN", "helpdesk.localhost
 # The web app's address: links in e-mails (invitations) point there.
 HELPDESK_APP_URL = env_str("HELPDESK_APP_URL", "http://localhost:8000")
 HELPDESK_INVITATION_MAX_AGE_DAYS = env_int("HELPDESK_INVITATION_MAX_AGE_DAYS", 7)
+# How long a signed attachment link (e-mails, <img>) downloads the file: 7 days.
+HELPDESK_ATTACHMENT_LINK_MAX_AGE_SECONDS = env_int("HELPDESK_ATTACHMENT_LINK_MAX_AGE_SECONDS", 7 * 24 * 3600)
 # Every 10 minutes: e-mails whose enqueue was lost are queued again; finished ones go after 30 days.
 CELERY_BEAT_SCHEDULE["requeue-stale-messages"] = {
     "task": "templates_app.tasks.requeue_stale_messages",

@@ -7,9 +7,17 @@ from django.core.files.base import ContentFile
 from django.utils import timezone
 
 from accounts.models import Attachment, AttachmentTransaction
-from tickets.models import Message, Tag, Ticket
+from tickets.models import Message, Tag, Ticket, TicketEvent
 
 _numbers = itertools.count(1)
+
+
+def _event(ticket, message) -> None:
+    # the history entry that points at the message (the purge must delete it first)
+    TicketEvent.objects.create(
+        license_id=ticket.license_id, ticket=ticket, message=message, type="message", author_type="client",
+        source_type="api",
+    )  # fmt: skip
 
 
 def make_ticket(license, *, silo="tickets", updated_at=None, parent=None, messages=2) -> Ticket:
@@ -25,7 +33,8 @@ def make_ticket(license, *, silo="tickets", updated_at=None, parent=None, messag
         updated_at=updated_at or timezone.now(),
     )
     for i in range(messages):
-        Message.objects.create(license=license, ticket=ticket, text=f"message {i}")
+        message = Message.objects.create(license=license, ticket=ticket, text=f"message {i}")
+        _event(ticket, message)
     tag, _ = Tag.objects.get_or_create(license=license, name="billing")
     ticket.tags.add(tag)
     if license.default_team_id:
@@ -41,7 +50,10 @@ def attach_file(ticket, content=b"hello") -> Attachment:
     txn = AttachmentTransaction.objects.create(
         license=ticket.license, bound_type="ticket", bound_id=ticket.pk
     )
-    Message.objects.create(license=ticket.license, ticket=ticket, text="see attached", transaction=txn)
+    message = Message.objects.create(
+        license=ticket.license, ticket=ticket, text="see attached", transaction=txn
+    )
+    _event(ticket, message)
     attachment = Attachment(
         license=ticket.license,
         transaction=txn,

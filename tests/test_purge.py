@@ -16,7 +16,7 @@ from accounts.models import Attachment, AttachmentTransaction
 from tests.factories import AccountFactory, LicenseFactory
 from tests.purge_helpers import attach_file, make_ticket
 from tickets import purge, services
-from tickets.models import Message, Ticket
+from tickets.models import Message, Ticket, TicketEvent
 from tickets.models_purge import PurgedFile, PurgeRun
 from tickets.tasks import purge_expired_tickets
 
@@ -123,6 +123,7 @@ def test_messages_tags_teams_and_attachments_go_with_the_ticket(
         result = purge.purge_expired()
     # then
     assert not Message.objects.filter(ticket_id=due.pk).exists()
+    assert not TicketEvent.objects.filter(ticket_id=due.pk).exists()
     assert not Attachment.objects.filter(pk=gone_file.pk).exists()
     assert not AttachmentTransaction.objects.filter(pk=gone_file.transaction_id).exists()
     assert not Ticket.tags.through.objects.filter(ticket_id=due.pk).exists()
@@ -130,6 +131,7 @@ def test_messages_tags_teams_and_attachments_go_with_the_ticket(
     assert not storage.exists(gone_file.file.name)
     # and the other ticket keeps everything
     assert Message.objects.filter(ticket_id=kept.pk).count() == 3
+    assert TicketEvent.objects.filter(ticket_id=kept.pk, type="message").count() == 3
     assert storage.exists(kept_file.file.name)
     assert kept.tags.count() == 1
     assert PurgedFile.objects.count() == 0
@@ -237,6 +239,7 @@ def test_the_purge_knows_every_relation_to_a_ticket():
     relations = {(rel.related_model._meta.label, rel.field.name) for rel in Ticket._meta.related_objects}
     assert relations == {
         ("tickets.Message", "ticket"),
+        ("tickets.TicketEvent", "ticket"),  # deleted before the messages it points at
         ("tickets.Ticket", "parent"),
         ("tickets.TicketTeam", "ticket"),  # the teams relation's link model, deleted with the other links
     }

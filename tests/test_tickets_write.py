@@ -14,7 +14,7 @@ TICKET_KEYS = [
     "ID", "licenseID", "createdAt", "updatedAt", "createdBy", "updatedBy", "createdByType", "shortID",
     "lastMessageAt", "parent", "children", "status", "priority", "subject", "teamIDs", "requester",
     "peopleInTheLoop", "tagIDs", "followers", "assignment", "customFields", "ratingRequeestSent", "rating", "silo",
-    "language",
+    "language", "events",
 ]  # fmt: skip
 
 

@@ -243,6 +243,10 @@ class TicketFilterSet(django_filters.FilterSet):
         lambda: ChoiceWithDefault(choices=list(PRIORITY_OPS), default="eq"), method="filter_nothing"
     )
     timezone = TimezoneFilter()
+    # Whether each ticket carries its `events` (tickets.output); filters nothing.
+    eventsScope = ParamFilter(
+        lambda: ChoiceWithDefault(choices=["none", "all"], default="none"), method="filter_nothing"
+    )
     createdDate = RelativeDateRange("created_at")
     updatedDate = RelativeDateRange("updated_at")
     lastMessage = RelativeDateRange("last_message_at")
@@ -323,7 +327,7 @@ class TicketFilterSet(django_filters.FilterSet):
         return self.request.license
 
     # Parameters that leave a team inbox a team inbox (see count_queryset).
-    INBOX_PARAMS = {"teamIDs[]", "status", "silo", "spam", "timezone", "priorityOp"}
+    INBOX_PARAMS = {"teamIDs[]", "status", "silo", "spam", "timezone", "priorityOp", "eventsScope"}
     _ABSENT = (None, "", [])
 
     def count_queryset(self, queryset):

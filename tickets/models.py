@@ -189,6 +189,10 @@ class Message(LicenseOwned):
         related_name="+",
         db_index=False,
     )
+    # Already sanitized HTML (the e-mail channel's HTML part); the text above is what search reads.
+    rich_text_html = models.TextField(blank=True, default="")
+    # [{"date", "status", "recipient"}] of the e-mail that carried it (tickets.services.message_delivery_record).
+    delivery_status = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -198,6 +202,52 @@ class Message(LicenseOwned):
 
     def __str__(self):
         return f"{self.author_type} message on {self.ticket_id}"
+
+
+EVENT_TYPES = [
+    "message", "status", "priority", "assignment", "silo", "tags", "followers", "teams", "merge", "rating",
+]  # fmt: skip
+SOURCE_TYPES = ["api", "email", "admin", "system"]
+
+
+class TicketEvent(LicenseOwned):
+    """One entry of a ticket's history (the contract's `events`), written by tickets.services in the
+    transaction of the change it records (tickets.events).
+
+    Who and from where are snapshots (`author_name`, the source): the history stays true when an agent is
+    renamed or deleted. A `message` event points at its Message, whose text, attachments and delivery status
+    are read live; the other types keep their `old`/`new` or `added`/`removed` in `payload`.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    license = _license_fk("ticket_events")
+    ticket = models.ForeignKey(Ticket, on_delete=models.CASCADE, related_name="events", db_index=False)
+    type = models.CharField(max_length=12, choices=[(t, t) for t in EVENT_TYPES])
+    created_at = models.DateTimeField(default=timezone.now)
+    # The order of the events of one write (they share its time): history is ordered by (created_at, position).
+    position = models.SmallIntegerField(default=0)
+    author_type = models.CharField(max_length=10, choices=[(a, a) for a in AUTHOR_TYPES])
+    author_agent = models.ForeignKey(
+        Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False
+    )
+    author_name = models.CharField(max_length=254, blank=True)
+    source_type = models.CharField(max_length=10, choices=[(s, s) for s in SOURCE_TYPES])
+    detailed_source = models.CharField(max_length=30, blank=True)
+    message = models.ForeignKey(
+        Message, null=True, blank=True, on_delete=models.CASCADE, related_name="events", db_index=False
+    )
+    payload = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        indexes = [
+            # a ticket's history, and the purge's license-scoped delete
+            models.Index(fields=["license", "ticket", "created_at"], name="event_lic_ticket_created"),
+            # deleting a message (the collector's cascade) finds its event without a scan
+            models.Index(fields=["message"], name="event_message", condition=models.Q(message__isnull=False)),
+        ]
+
+    def __str__(self):
+        return f"{self.type} event on {self.ticket_id}"
 
 
 # The purge's run records live in their own module; importing them here registers them with the app.

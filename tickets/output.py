@@ -14,6 +14,8 @@ lists. The paginator reads `id` and the sort value for its cursors; the view ren
   query for the related IDs.
 
 The two builders must agree on every field; tests/test_tickets_output.py compares them ticket by ticket.
+Events (`events`) are added in Python by both (tickets.events_output), only when asked: a single read, or a
+search with `eventsScope=all`; the default search path does not change.
 Timestamps are UTC with milliseconds (`2026-04-30T22:02:08.901Z`, truncated like `helpdesk.api.renderers.iso`);
 teamIDs/tagIDs/followers are sorted; children are in shortID order.
 """
@@ -21,6 +23,7 @@ teamIDs/tagIDs/followers are sorted; children are in shortID order.
 from __future__ import annotations
 
 import functools
+import uuid
 
 import orjson
 from django.db import connection
@@ -28,6 +31,7 @@ from django.db.models import CharField, Value
 
 from accounts.models import Agent, Team
 from helpdesk.api.renderers import iso
+from tickets.events_output import events_by_ticket
 from tickets.models import Ticket
 
 # --- PostgreSQL: documents built by the database ----------------------------------------------------------
@@ -97,13 +101,15 @@ def _page_sql(keys_sql: str, descending: bool) -> str:
         ORDER BY k.sort_value {direction}, k.id {direction}"""
 
 
-def _page_postgresql(page_queryset, sort_field: str) -> list[dict]:
+def _page_postgresql(page_queryset, sort_field: str, keep_json: bool = False) -> list[dict]:
     keys = page_queryset.values_list("id", sort_field)
     keys_sql, params = keys.query.sql_with_params()
     descending = _is_descending(page_queryset)
     with connection.cursor() as cursor:
         cursor.execute(_page_sql(keys_sql, descending), params)
         rows = cursor.fetchall()
+    if keep_json:  # the events are spliced into the text (_with_events)
+        return [{"id": pk, sort_field: value, "doc": None, "json": doc} for pk, value, doc in rows]
     return [{"id": pk, sort_field: value, "doc": orjson.Fragment(doc)} for pk, value, doc in rows]
 
 
@@ -246,16 +252,42 @@ def _page_python(page_queryset, sort_field: str) -> list[dict]:
     ]
 
 
+# --- events (single reads, and search with eventsScope=all) --------------------------------------------------
+
+
+def _with_events(items: list[dict], license_id) -> list[dict]:
+    """The items' documents with their `events` (tickets.events_output), in one more query.
+
+    A PostgreSQL document is JSON text already (an orjson.Fragment): the events' JSON is spliced in before its
+    closing brace rather than the document parsed and serialized again."""
+    ids = {str(item["id"]): uuid.UUID(str(item["id"])) for item in items}
+    events = events_by_ticket(license_id, ids.values())
+    for item in items:
+        ticket_events = events[ids[str(item["id"])]]
+        if isinstance(item["doc"], dict):
+            item["doc"]["events"] = ticket_events
+        else:
+            text = item.pop("json")
+            item["doc"] = orjson.Fragment(
+                text[:-1] + ',"events":' + orjson.dumps(ticket_events).decode() + "}"
+            )
+    return items
+
+
 # --- entry points -------------------------------------------------------------------------------------------
 
 
-def ticket_page(page_queryset, sort_field: str) -> list[dict]:
-    """`[{"id", sort_field, "doc"}]` for an ordered (by `sort_field`, then pk) and sliced ticket queryset."""
+def ticket_page(page_queryset, sort_field: str, *, events: bool = False, license_id=None) -> list[dict]:
+    """`[{"id", sort_field, "doc"}]` for an ordered (by `sort_field`, then pk) and sliced ticket queryset;
+    with `events`, each document carries the ticket's events (`license_id` then names the tickets' license)."""
     if connection.vendor == "postgresql":
-        return _page_postgresql(page_queryset, sort_field)
-    return _page_python(page_queryset, sort_field)
+        items = _page_postgresql(page_queryset, sort_field, keep_json=events)
+    else:
+        items = _page_python(page_queryset, sort_field)
+    return _with_events(items, license_id) if events and items else items
 
 
-def ticket_document(queryset, ticket_id):
-    """The document of one ticket of `queryset` (IndexError when it is not there)."""
-    return ticket_page(queryset.filter(pk=ticket_id).order_by("created_at", "pk")[:1], "created_at")[0]["doc"]
+def ticket_document(queryset, ticket_id, *, license_id):
+    """The document of one ticket of `queryset` with its events (IndexError when it is not there)."""
+    page = queryset.filter(pk=ticket_id).order_by("created_at", "pk")[:1]
+    return ticket_page(page, "created_at", events=True, license_id=license_id)[0]["doc"]

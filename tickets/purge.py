@@ -1,7 +1,7 @@
 """The purge of the spam and trash silos: the only code that deletes tickets.
 
 A ticket is eligible when it is in `spam` and its last update (`updated_at`) is at least PURGE_SPAM_DAYS old,
-or in `trash` and at least PURGE_TRASH_DAYS old. It goes with its messages, its attachment transactions and
+or in `trash` and at least PURGE_TRASH_DAYS old. It goes with its events, messages, attachment transactions and
 attachments, and their stored files. Nothing else is deleted: the `tickets` and `archive` silos never purge,
 audit entries are never touched, and a ticket merged into a purged parent stays (only its link to the
 parent is cleared, without touching its `updated_at`).
@@ -15,7 +15,7 @@ A run:
 4. handles each batch in its own short transaction: first a write to the run's row (on SQLite that takes the
    write lock, so the reads that follow are current); then the batch's rows are locked again with the rule
    in the WHERE (`FOR UPDATE SKIP LOCKED` on PostgreSQL), so that a ticket restored or updated since it was
-   selected, or being changed right now, is left alone; then its messages, attachment transactions and
+   selected, or being changed right now, is left alone; then its events, messages, attachment transactions and
    attachments go, and finally the tickets, by a DELETE whose WHERE carries the rule again; if that DELETE
    removes fewer rows than were locked, the batch is rolled back whole. The batch's file names are written
    to PurgedFile and the run's per-license counts updated in the same transaction;
@@ -53,7 +53,7 @@ from django.utils import timezone
 
 from accounts.models import Attachment, AttachmentTransaction
 from tickets import counts
-from tickets.models import Message, Ticket
+from tickets.models import Message, Ticket, TicketEvent
 from tickets.models_purge import (
     RUN_FAILED,
     RUN_FINISHED,
@@ -236,6 +236,8 @@ def _delete_license_rows(license_id: int, ids: list) -> list[str]:
     )
     attachments = Attachment.objects.filter(license_id=license_id, transaction_id__in=txn_ids)
     files = [name for name in attachments.values_list("file", flat=True) if name]
+    # Events first: they point at the messages (by the license-led index of events).
+    _raw_delete(TicketEvent.objects.filter(license_id=license_id, ticket_id__in=ids))
     _raw_delete(Message.objects.filter(license_id=license_id, ticket_id__in=ids))
     _raw_delete(attachments)
     _raw_delete(AttachmentTransaction.objects.filter(license_id=license_id, id__in=txn_ids))

@@ -3,13 +3,16 @@
 Invariants kept here: short IDs are allocated per license under a row lock; related objects belong to the
 ticket's license; tickets in read-only silos change only by moving back; `updatedAt`, `statusChangedAt` and
 the message times follow every change; the language, the search text (and on PostgreSQL the tsvector) are
-refreshed in the same transaction; every write invalidates the license's cached search totals.
+refreshed in the same transaction; every write invalidates the license's cached search totals; every change a
+client can see in the ticket's history (messages, status, priority, assignment, silo, teams, tags, followers,
+merge, rating) writes its event in the same transaction (tickets.events).
 """
 
 from __future__ import annotations
 
 import hashlib
 import secrets
+from datetime import datetime
 
 from django.db import connection, transaction
 from django.utils import timezone
@@ -17,9 +20,12 @@ from django.utils import timezone
 from accounts.models import Agent, Attachment, AttachmentTransaction, License
 from accounts.services import same_license, stamp_create, stamp_update, transaction_bind
 from helpdesk.api.errors import Conflict, field_error
+from helpdesk.api.renderers import iso
 from helpdesk.context import current_actor
 from tickets import counts, search
-from tickets.models import READ_ONLY_SILOS, Message, Tag, Ticket, TicketTeam
+from tickets.events import History, acting_agent, acting_author, assignment_side
+from tickets.models import RATINGS, READ_ONLY_SILOS, Message, Tag, Ticket, TicketTeam
+from tickets.signals import message_created
 
 # --- helpers ------------------------------------------------------------------------------------------
 
@@ -65,20 +71,26 @@ def _refresh_text(ticket: Ticket) -> None:
 
 
 def _add_message(
-    ticket: Ticket, *, text: str, is_private: bool, author_type: str, author_agent, txn, now=None
+    ticket: Ticket, *, data: dict, author_type: str, author_agent, txn, history: History
 ) -> Message:
-    now = now or timezone.now()
+    """Save a message (`data` is the API's message: text, isPrivate, richTextHtml) and its event."""
+    now = history.now
+    is_private = data.get("isPrivate", False)
+    if author_type == "agent" and author_agent is None:
+        author_agent = acting_agent(ticket.license_id)  # the admin's own agent, when they are one
     message = Message(
         license_id=ticket.license_id,
         ticket=ticket,
-        text=text,
+        text=data["text"],
         is_private=is_private,
+        rich_text_html=data.get("richTextHtml") or "",
         author_type=author_type,
         author_agent=author_agent if author_type == "agent" else None,
         transaction=txn,
         created_at=now,
     )
     message.save()
+    history.message(message)
     if not is_private:
         ticket.last_message_at = now
         if author_type == "agent":
@@ -93,6 +105,10 @@ def _apply_assignment(ticket: Ticket, assignment: dict) -> None:
         ticket.assignment_team = assignment["team"]
     if "agent" in assignment:
         ticket.assignment_agent = assignment["agent"]
+
+
+def _relation_ids(ticket: Ticket, names) -> dict[str, set]:
+    return {name: set(getattr(ticket, name).values_list("pk", flat=True)) for name in names}
 
 
 def _set_relations(ticket: Ticket, *, teams=None, tags=None, followers=None) -> None:
@@ -170,14 +186,9 @@ def ticket_create(
     ticket.status_changed_at = ticket.last_message_at = ticket.created_at
     ticket.save()
     txn = _bind_transaction(license, transaction_id, ticket)
-    _add_message(
-        ticket,
-        text=message["text"],
-        is_private=message.get("isPrivate", False),
-        author_type=author_type,
-        author_agent=author_agent,
-        txn=txn,
-        now=ticket.created_at,
+    history = History(ticket, now=ticket.created_at)
+    added = _add_message(
+        ticket, data=message, author_type=author_type, author_agent=author_agent, txn=txn, history=history
     )
     ticket.save(update_fields=["last_message_at", "last_agent_message_at", "last_client_message_at"])
     if not teams:
@@ -186,7 +197,10 @@ def ticket_create(
         teams = [*teams, ticket.assignment_team]
     _set_relations(ticket, teams=teams, tags=tags, followers=followers)
     _refresh_text(ticket)
+    history.save()
     counts.invalidate(license.pk)
+    ticket.last_added_message = added
+    message_created.send(sender=Message, message=added, ticket=ticket, created_ticket=True)
     return ticket
 
 
@@ -226,25 +240,28 @@ def ticket_update(
             f"Tickets in '{ticket.silo}' are read-only; move the ticket back (silo) first.",
             code="read_only_silo",
         )
-    now = timezone.now()
+    history = History(ticket)
+    now = history.now
     state_before = (ticket.silo, ticket.status)
+    before = {name: getattr(ticket, name) for name in ("status", "priority", "silo")}
     if "status" in fields and fields["status"] != ticket.status:
         ticket.status_changed_at = now
     for key, value in fields.items():
         setattr(ticket, key, value)
     if assignment is not None:
         same_license(license, [assignment.get("team"), assignment.get("agent")], "assignment")
+        before["assignment"] = assignment_side(ticket.assignment_team, ticket.assignment_agent)
         _apply_assignment(ticket, assignment)
     txn = _bind_transaction(license, transaction_id, ticket)
+    added = None
     if message is not None:
-        _add_message(
+        added = _add_message(
             ticket,
-            text=message["text"],
-            is_private=message.get("isPrivate", False),
+            data=message,
             author_type=author_type,
             author_agent=author_agent,
             txn=txn,
-            now=now,
+            history=history,
         )
     stamp_update(ticket)
     ticket.save(update_fields=_SAVED_ON_UPDATE)
@@ -254,10 +271,16 @@ def ticket_update(
         teams = [license.default_team]  # every ticket stays visible to at least one team
     if ticket.assignment_team is not None and teams is not None and ticket.assignment_team not in teams:
         teams = [*teams, ticket.assignment_team]
+    given = {"teams": teams, "tags": tags, "followers": followers}
+    relations_before = _relation_ids(ticket, [name for name, value in given.items() if value is not None])
     _set_relations(ticket, teams=teams, tags=tags, followers=followers)
     if message is not None or "subject" in fields:
         _refresh_text(ticket)
+    history.record_update(author_agent, before, relations_before, given)
     counts.invalidate(license.pk)
+    ticket.last_added_message = added
+    if added is not None:
+        message_created.send(sender=Message, message=added, ticket=ticket, created_ticket=False)
     return ticket
 
 
@@ -266,12 +289,15 @@ def ticket_delete(*, ticket: Ticket) -> Ticket:
     """DELETE moves the ticket to the trash (purged 30 days after its last update)."""
     ticket = Ticket.objects.select_for_update().get(pk=ticket.pk)
     if ticket.silo != "trash":
+        history = History(ticket)
+        history.change("silo", acting_author(ticket), ticket.silo, "trash")
         ticket.silo = "trash"
         stamp_update(ticket)
         Ticket.objects.filter(pk=ticket.pk).update(
             silo=ticket.silo, updated_at=ticket.updated_at, updated_by=ticket.updated_by
         )
         sync_team_links(ticket)
+        history.save()
         counts.invalidate(ticket.license_id)
     return ticket
 
@@ -312,8 +338,55 @@ def ticket_merge(*, ticket: Ticket, child: Ticket) -> Ticket:
     )
     stamp_update(ticket)
     Ticket.objects.filter(pk=ticket.pk).update(updated_at=ticket.updated_at, updated_by=ticket.updated_by)
+    history = History(ticket)
+    history.add("merge", acting_author(ticket), payload={"childTicketID": str(child.pk)})
+    history.save()
     counts.invalidate(license.pk)
     return ticket
+
+
+@transaction.atomic
+def ticket_rate(*, ticket: Ticket, score: str, comment: str = "") -> Ticket:
+    """The customer's rating of the ticket (`good` or `bad`, with an optional comment), and its event."""
+    if score not in RATINGS:
+        raise field_error("score", f"Must be one of {', '.join(RATINGS)}.")
+    ticket = Ticket.objects.select_for_update().get(pk=ticket.pk)
+    if ticket.is_read_only:
+        raise Conflict(f"Tickets in '{ticket.silo}' are read-only.", code="read_only_silo")
+    history = History(ticket)
+    ticket.rating_score, ticket.rating_comment, ticket.rated_at = score, comment or "", history.now
+    stamp_update(ticket)
+    ticket.save(update_fields=["rating_score", "rating_comment", "rated_at", "updated_at", "updated_by"])
+    rating = {"score": score, "comment": ticket.rating_comment, "ratedAt": iso(ticket.rated_at)}
+    history.add("rating", acting_author(ticket), payload=rating)
+    history.save()
+    counts.invalidate(ticket.license_id)
+    return ticket
+
+
+# --- messages -------------------------------------------------------------------------------------------
+
+DELIVERY_STATUSES = ["queued", "sent", "deferred", "bounced", "failed"]
+
+
+@transaction.atomic
+def message_delivery_record(
+    *, message_id, recipient: str, status: str, date: datetime | None = None
+) -> Message:
+    """Note how the e-mail of a message fared with one recipient: the recipient's entry is replaced (one entry
+    per recipient, the latest outcome), else appended. Under the message's row lock, so that two deliveries
+    reported at once both stay."""
+    if status not in DELIVERY_STATUSES:
+        raise ValueError(f"unknown delivery status {status!r}")
+    message = Message.objects.select_for_update().get(pk=message_id)
+    recipient = recipient.strip()
+    entry = {"date": iso(date or timezone.now()), "status": status, "recipient": recipient}
+    entries = [
+        e for e in message.delivery_status or [] if e.get("recipient", "").lower() != recipient.lower()
+    ]
+    message.delivery_status = [*entries, entry]
+    message.save(update_fields=["delivery_status"])
+    return message
 
 
 # --- tags -----------------------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from rest_framework import serializers
 
+from accounts.attachments import attachment_url
 from accounts.models import LICENSE_SOURCE_FIELDS, ROLES, STATUS_ACTIVE, STATUS_INVITED, Agent, Team
 from billing.plans import PLAN_CODES
 from helpdesk.api.fields import (
@@ -27,7 +28,7 @@ class AttachmentOutputSerializer(serializers.Serializer):
     size = serializers.IntegerField()
 
     def get_url(self, obj) -> str:
-        return obj.file.url
+        return attachment_url(obj)
 
 
 class LicenseSettingsSerializer(StrictSerializer):

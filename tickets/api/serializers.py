@@ -10,7 +10,7 @@ import uuid
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from accounts.api.serializers import LicensedPrimaryKeyField
+from accounts.api.serializers import AttachmentOutputSerializer, LicensedPrimaryKeyField
 from accounts.models import Agent, Team
 from helpdesk.api.fields import (
     StrictBooleanField,
@@ -21,7 +21,7 @@ from helpdesk.api.fields import (
     StrictUUIDField,
 )
 from helpdesk.api.serializers import StampedOutputSerializer, StrictSerializer
-from tickets.models import AUTHOR_TYPES, PRIORITIES, SILOS, STATUSES, Tag, Ticket
+from tickets.models import AUTHOR_TYPES, EVENT_TYPES, PRIORITIES, SILOS, SOURCE_TYPES, STATUSES, Tag, Ticket
 
 
 class _RefDoc(serializers.Serializer):
@@ -49,6 +49,75 @@ class _RatingDoc(serializers.Serializer):
     score = serializers.ChoiceField(choices=["good", "bad"])
     comment = serializers.CharField()
     ratedAt = serializers.DateTimeField()
+
+
+class _EventAuthorDoc(serializers.Serializer):
+    ID = serializers.UUIDField(allow_null=True, help_text="The agent's ID; null for a client or the system.")
+    name = serializers.CharField()
+    type = serializers.ChoiceField(choices=AUTHOR_TYPES)
+
+
+class _EventSourceDoc(serializers.Serializer):
+    type = serializers.ChoiceField(choices=SOURCE_TYPES)
+    detailedSource = serializers.CharField(help_text="The actor type of the write (audit log authorType).")
+
+
+class _EventMessageDoc(serializers.Serializer):
+    text = serializers.CharField()
+    isPrivate = serializers.BooleanField()
+    richTextHtml = serializers.CharField()
+
+
+class _DeliveryDoc(serializers.Serializer):
+    date = serializers.DateTimeField()
+    status = serializers.ChoiceField(choices=["queued", "sent", "deferred", "bounced", "failed"])
+    recipient = serializers.EmailField()
+
+
+class _ChangeDoc(serializers.Serializer):
+    old = serializers.JSONField()
+    new = serializers.JSONField()
+
+
+class _AssignmentChangeDoc(serializers.Serializer):
+    old = _AssignmentDoc()
+    new = _AssignmentDoc()
+
+
+class _SetChangeDoc(serializers.Serializer):
+    added = serializers.ListField(child=serializers.UUIDField())
+    removed = serializers.ListField(child=serializers.UUIDField())
+
+
+class _MergeDoc(serializers.Serializer):
+    childTicketID = serializers.UUIDField()
+
+
+class TicketEventDocSerializer(serializers.Serializer):
+    """An event of the ticket's history (built by tickets.events_output; this is its OpenAPI shape). Besides
+    the common fields, only the key named by `type` is present (`message` also has attachments and
+    deliveryStatus)."""
+
+    ID = serializers.UUIDField()
+    date = serializers.DateTimeField()
+    type = serializers.ChoiceField(choices=EVENT_TYPES)
+    author = _EventAuthorDoc()
+    source = _EventSourceDoc()
+    message = _EventMessageDoc(required=False)
+    attachments = AttachmentOutputSerializer(many=True, required=False)
+    deliveryStatus = _DeliveryDoc(many=True, required=False)
+    status = _ChangeDoc(required=False)
+    priority = _ChangeDoc(required=False)
+    silo = _ChangeDoc(required=False)
+    assignment = _AssignmentChangeDoc(required=False)
+    tags = _SetChangeDoc(required=False)
+    followers = _SetChangeDoc(required=False)
+    teams = _SetChangeDoc(required=False)
+    merge = _MergeDoc(required=False)
+    rating = _RatingDoc(required=False)
+
+    class Meta:
+        ref_name = "TicketEvent"
 
 
 class TicketDocSerializer(serializers.Serializer):
@@ -79,6 +148,9 @@ class TicketDocSerializer(serializers.Serializer):
     rating = _RatingDoc(allow_null=True)
     silo = serializers.ChoiceField(choices=SILOS)
     language = serializers.CharField()
+    events = TicketEventDocSerializer(
+        many=True, required=False, help_text="Single reads; in search only with eventsScope=all."
+    )
 
     class Meta:
         ref_name = "Ticket"

@@ -44,8 +44,12 @@ class TicketPagination(KeysetPagination):
         queryset = self.count_queryset if self.count_queryset is not None else queryset
         return counts.cached_count(queryset, self.request.license.pk)
 
+    with_events = False  # eventsScope=all (set by the view)
+
     def fetch_page(self, page_queryset) -> list:
-        return ticket_page(page_queryset, self.sort_field)
+        return ticket_page(
+            page_queryset, self.sort_field, events=self.with_events, license_id=self.request.license.pk
+        )
 
 
 class TicketFilterBackend(DjangoFilterBackend):
@@ -72,13 +76,14 @@ class TicketViewSet(LicenseScopedViewSet):
         return super().get_queryset()
 
     def _one(self, ticket_id):
-        return ticket_document(self.get_queryset(), ticket_id)
+        return ticket_document(self.get_queryset(), ticket_id, license_id=self.request.license.pk)
 
     @extend_schema(responses={200: TicketDocSerializer(many=True)})
     def list(self, request):
         queryset = self.filter_queryset(self.get_queryset())
         # Count the filtered rows alone (an index-only scan, not the page's joins), or a team inbox's links.
         self.paginator.count_queryset = self.filterset.count_queryset(queryset)
+        self.paginator.with_events = self.filterset.form.cleaned_data.get("eventsScope") == "all"
         page = self.paginate_queryset(queryset)
         self.filterset.check_related(matched=self.paginator.count > 0)
         return self.get_paginated_response([item["doc"] for item in page])

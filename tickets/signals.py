@@ -1,0 +1,9 @@
+"""Signals of the ticket services (receivers run inside the service's transaction)."""
+
+from django.dispatch import Signal
+
+# Sent by tickets.services after a message is saved, inside the transaction that writes it (a receiver that
+# writes rows, such as the mail outbox, commits or rolls back with the message), once the ticket's relations
+# are final. Keyword arguments: `message` (tickets.Message), `ticket` (tickets.Ticket), `created_ticket` (True
+# for the first message of a new ticket).
+message_created = Signal()
