@@ -98,3 +98,26 @@ def test_the_page_keeps_the_order_and_the_cursor_keys(owner, varied, sort_field,
     assert [(item["id"], item[sort_field]) for item in items] == [
         (str(pk), cursor_text(value)) for pk, value in expected
     ]
+
+
+def test_both_builders_agree_with_events_too(owner, varied):
+    # given: a history beyond the first messages
+    from tickets import services
+
+    _, rich, _ = varied
+    services.ticket_update(ticket=rich, status="solved", message={"text": 'A "quoted" reply 🎫'})
+    services.message_delivery_record(
+        message_id=rich.messages.order_by("created_at").last().pk, recipient="a@example.com", status="sent"
+    )
+    queryset = Ticket.objects.for_license(owner.license).order_by(F("created_at").desc(), F("pk").desc())[:50]
+    # when
+    from_postgresql = _docs(
+        output._with_events(output._page_postgresql(queryset, "created_at", keep_json=True), owner.license.pk)
+    )
+    from_python = _docs(output._with_events(output._page_python(queryset, "created_at"), owner.license.pk))
+    # then
+    assert from_postgresql == from_python
+    [doc] = [d for d in from_postgresql if d["ID"] == str(rich.pk)]
+    assert [e["type"] for e in doc["events"]] == ["message", "message", "status"]
+    assert doc["events"][1]["deliveryStatus"][0]["status"] == "sent"
+    assert list(doc)[-1] == "events"

@@ -12,12 +12,12 @@ from django.db import migrations, models
 
 BACKFILL = """
     INSERT INTO tickets_ticketevent (id, license_id, ticket_id, type, created_at, author_type, author_agent_id,
-                                     author_name, source_type, detailed_source, message_id, payload)
+                                     author_name, source_type, detailed_source, message_id, payload, position)
     SELECT m.id, m.license_id, m.ticket_id, 'message', m.created_at, m.author_type, m.author_agent_id,
            CASE WHEN m.author_type = 'client' THEN COALESCE(NULLIF(t.requester_name, ''), t.requester_email)
                 WHEN m.author_type = 'agent' THEN COALESCE(NULLIF(a.name, ''), a.email, '')
                 ELSE 'System' END,
-           'system', 'migration', m.id, '{}'
+           'system', 'migration', m.id, '{}', 0
     FROM tickets_message m
     JOIN tickets_ticket t ON t.id = m.ticket_id
     LEFT JOIN accounts_agent a ON a.id = m.author_agent_id
