@@ -15,6 +15,7 @@ Another license's token, a wrong name or a forged signature is a 404, like a tok
 from __future__ import annotations
 
 import re
+from types import SimpleNamespace
 from urllib.parse import quote
 
 from django.conf import settings
@@ -75,13 +76,12 @@ def content_type_of(attachment: Attachment) -> str:
     return declared if _MEDIA_TYPE.fullmatch(declared) else "application/octet-stream"
 
 
-def _staff_may_see(request, license_id: int) -> bool:
+def _staff_may_see(user, license_id: int) -> bool:
     from accounts.admin.tenancy import admin_license_ids
 
-    user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         return False
-    allowed = admin_license_ids(request)
+    allowed = admin_license_ids(SimpleNamespace(user=user))
     return allowed is None or license_id in allowed
 
 
@@ -111,6 +111,11 @@ class AttachmentDownloadView(APIView):
         ],
         responses={(200, "application/octet-stream"): OpenApiTypes.BINARY},
     )
+    def initialize_request(self, request, *args, **kwargs):
+        # The admin session's user, kept before DRF's authentication replaces `request.user` (API credentials).
+        self.session_user = getattr(request, "user", None)
+        return super().initialize_request(request, *args, **kwargs)
+
     def get(self, request, token: str, name: str):
         attachment = Attachment.objects.filter(token=token).first()
         if attachment is None or attachment.name != name:
@@ -122,9 +127,9 @@ class AttachmentDownloadView(APIView):
         elif getattr(request, "agent", None) is not None:  # API credentials (TokenBasicAuthentication)
             if request.license is None or request.license.pk != attachment.license_id:
                 raise NotFound()
-        elif _staff_may_see(request._request, attachment.license_id):
+        elif _staff_may_see(self.session_user, attachment.license_id):
             pass
-        elif request.user is None and not getattr(request._request.user, "is_authenticated", False):
+        elif request.user is None and not getattr(self.session_user, "is_authenticated", False):
             raise NotAuthenticated()
         else:
             raise NotFound()

@@ -356,3 +356,26 @@ def test_the_migration_gives_old_messages_their_event(owner):
     assert event["author"] == {"ID": None, "name": "Ann", "type": "client"}
     assert event["source"] == {"type": "system", "detailedSource": "migration"}
     assert event["message"]["text"] == old.text
+
+
+# --- the admin's conversation ------------------------------------------------------------------------------
+
+
+def test_the_admin_page_shows_the_thread_as_a_conversation(staff_owner, owner):
+    # given: a customer's message, an agent's reply that solves it, a private note, a tag
+    ticket = TicketFactory(
+        license=owner.license,
+        requester={"email": "ann@example.com", "name": "Ann Client"},
+        text="<b>Help</b> me",
+    )
+    tag = TagFactory(license=owner.license, name="vip")
+    _patch(owner, ticket.pk, {"message": {"text": "Fixed it.\nBye"}, "status": "solved"})
+    _patch(owner, ticket.pk, {"message": {"text": "between us", "isPrivate": True}, "tagIDs": [str(tag.pk)]})
+    # when
+    page = staff_owner.get(f"{ADMIN_URL}{ticket.pk}/change/").content.decode()
+    # then: who, what, in order, escaped; the changes inline
+    thread = page[page.index("helpdesk-conversation") :]
+    order = [thread.index(s) for s in ("Ann Client", "&lt;b&gt;Help&lt;/b&gt; me", owner.agent.name, "Fixed it.<br>Bye",
+                                        "status: open → solved", "private note", "between us", "tags: +vip")]  # fmt: skip
+    assert order == sorted(order)
+    assert "<b>Help</b>" not in thread

@@ -1,18 +1,21 @@
 """Tickets: lists that stay fast on a license with many tickets (no full count, relations joined, pickers
 by autocomplete), a change form that writes through tickets.services (so read-only silos stay read-only),
-the thread of messages with their attachments, and actions to move tickets between silos or change status."""
+the conversation (messages with their attachments and the changes between them, tickets/admin/conversation.py),
+and actions to move tickets between silos or change status."""
 
 from __future__ import annotations
 
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ActionForm
-from django.utils.html import format_html, format_html_join
+from django.utils.html import format_html
+from django.utils.safestring import mark_safe
 
 from accounts.admin.tenancy import LicenseScopedAdmin, ScopedRelatedListFilter
 from accounts.models import Agent
 from tickets import services
-from tickets.models import SILOS, STATUSES, Message, Ticket
+from tickets.admin.conversation import render_conversation
+from tickets.models import SILOS, STATUSES, Ticket
 
 _FIELDS = ("subject", "status", "priority", "silo", "custom_fields")
 _RELATIONS = ("teams", "tags", "followers")
@@ -66,45 +69,6 @@ class TicketForm(forms.ModelForm):
         return cleaned
 
 
-class MessageInline(admin.StackedInline):
-    model = Message
-    fields = ("created_at", "author", "is_private", "text", "attachment_list")
-    readonly_fields = fields
-    ordering = ("created_at",)
-    extra = 0
-    can_delete = False
-
-    def get_queryset(self, request):
-        return (
-            super()
-            .get_queryset(request)
-            .select_related("author_agent", "transaction")
-            .prefetch_related("transaction__attachments")
-        )
-
-    def has_add_permission(self, request, obj=None):
-        return False  # a reply is written with the ticket's "reply" field, through the service
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    @admin.display(description="author")
-    def author(self, message):
-        who = message.author_agent or ""
-        return f"{message.author_type} {who}".strip()
-
-    @admin.display(description="attachments")
-    def attachment_list(self, message):
-        if message.transaction is None:
-            return "—"
-        files = list(message.transaction.attachments.all())
-        if not files:
-            return "—"
-        return format_html_join(
-            ", ", '<a href="{}">{}</a> ({} bytes)', ((f.file.url, f.name, f.size) for f in files)
-        )
-
-
 @admin.register(Ticket)
 class TicketAdmin(LicenseScopedAdmin):
     form = TicketForm
@@ -126,7 +90,6 @@ class TicketAdmin(LicenseScopedAdmin):
     show_full_result_count = False  # a count of a whole license's tickets is the slow query of this page
     list_per_page = 50
     autocomplete_fields = ("license", "teams", "tags", "followers", "assignment_team", "assignment_agent")
-    inlines = (MessageInline,)
     stamps = ("created_at", "created_by", "created_by_type", "updated_at", "updated_by")
     service_field_names = {"teamIDs": "teams", "tagIDs": "tags", "followers": "followers"}
 
@@ -143,6 +106,7 @@ class TicketAdmin(LicenseScopedAdmin):
         return (
             (None, {"fields": ("short_id", "license", "subject", "requester", "status", "priority", "silo")}),
             ("Who handles it", {"fields": ("teams", "assignment_team", "assignment_agent", "tags", "followers")}),
+            ("Conversation", {"fields": ("conversation",)}),
             ("Reply", {"fields": ("reply", "reply_is_private")}),
             (
                 "Details",
@@ -160,12 +124,10 @@ class TicketAdmin(LicenseScopedAdmin):
         if obj is None:
             return ()
         return (
-            "short_id", "license", "requester", "people", "language", "parent", "rating", "status_changed_at",
+            "short_id", "license", "requester", "people", "language", "parent", "rating", "conversation",
+            "status_changed_at",
             "last_message_at", "last_agent_message_at", "last_client_message_at", *self.stamps,
         )  # fmt: skip
-
-    def get_inlines(self, request, obj):
-        return self.inlines if obj is not None else ()
 
     @admin.display(description="priority", ordering="priority")
     def priority_label(self, obj):
@@ -174,6 +136,10 @@ class TicketAdmin(LicenseScopedAdmin):
     @admin.display(description="requester")
     def requester(self, obj):
         return f"{obj.requester_name} <{obj.requester_email}>" if obj.requester_name else obj.requester_email
+
+    @admin.display(description="thread")
+    def conversation(self, obj):
+        return mark_safe(render_conversation(obj))  # noqa: S308 - a template that escapes what it shows
 
     @admin.display(description="people in the loop")
     def people(self, obj):
