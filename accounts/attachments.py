@@ -99,6 +99,11 @@ class AttachmentDownloadView(APIView):
     permission_classes: list = []  # decided in get(): a signature, the license's credentials or staff session
     content_negotiation_class = _IgnoreAccept
 
+    def initialize_request(self, request, *args, **kwargs):
+        # The admin session's user, kept before DRF's authentication replaces `request.user` (API credentials).
+        self.session_user = getattr(request, "user", None)
+        return super().initialize_request(request, *args, **kwargs)
+
     @extend_schema(
         operation_id="attachment_download",
         parameters=[
@@ -111,11 +116,6 @@ class AttachmentDownloadView(APIView):
         ],
         responses={(200, "application/octet-stream"): OpenApiTypes.BINARY},
     )
-    def initialize_request(self, request, *args, **kwargs):
-        # The admin session's user, kept before DRF's authentication replaces `request.user` (API credentials).
-        self.session_user = getattr(request, "user", None)
-        return super().initialize_request(request, *args, **kwargs)
-
     def get(self, request, token: str, name: str):
         attachment = Attachment.objects.filter(token=token).first()
         if attachment is None or attachment.name != name:

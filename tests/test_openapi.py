@@ -67,3 +67,16 @@ def test_the_ticket_search_documents_every_filter_and_pagination_parameter(schem
     expected = {"status", "query", "teamIDs[]", "tagIDs[]", "assignment.agentID", "language[]", "priorityOp"}
     expected |= {"createdDateFrom", "lastClientMessageTo", "timezone", "pageSize", "next.value", "prev.ID"}
     assert expected <= names, expected - names
+
+
+def test_the_ticket_documents_its_events_and_the_download(schema):
+    schemas = schema["components"]["schemas"]
+    events = schemas["Ticket"]["properties"]["events"]
+    assert events["type"] == "array" and events["items"] == {"$ref": "#/components/schemas/TicketEvent"}
+    event = schemas["TicketEvent"]["properties"]
+    assert {"ID", "date", "type", "author", "source", "message", "attachments", "deliveryStatus", "status",
+            "assignment", "tags", "merge", "rating"} <= set(event)  # fmt: skip
+    search = {p["name"]: p for p in schema["paths"]["/v1/tickets"]["get"]["parameters"]}
+    assert search["eventsScope"]["schema"]["enum"] == ["all", "none"]
+    download = schema["paths"]["/v1/attachments/{token}/{name}"]["get"]
+    assert {p["name"] for p in download["parameters"]} >= {"token", "name", "sig"}

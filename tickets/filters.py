@@ -245,7 +245,7 @@ class TicketFilterSet(django_filters.FilterSet):
     timezone = TimezoneFilter()
     # Whether each ticket carries its `events` (tickets.output); filters nothing.
     eventsScope = ParamFilter(
-        lambda: ChoiceWithDefault(choices=["none", "all"], default="none"), method="filter_nothing"
+        lambda: ChoiceWithDefault(choices=["none", "all"], default="none"), method="filter_events_scope"
     )
     createdDate = RelativeDateRange("created_at")
     updatedDate = RelativeDateRange("updated_at")
@@ -380,6 +380,10 @@ class TicketFilterSet(django_filters.FilterSet):
     @extend_schema_field(OpenApiTypes.STR)
     def filter_nothing(self, queryset, name, value):
         return queryset
+
+    @extend_schema_field({"type": "string", "enum": ["all", "none"], "default": "none"})
+    def filter_events_scope(self, queryset, name, value):
+        return queryset  # read by the view: whether the documents carry their events
 
     @extend_schema_field(OpenApiTypes.STR)
     def filter_silo(self, queryset, name, value):
