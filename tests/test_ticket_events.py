@@ -379,3 +379,20 @@ def test_the_admin_page_shows_the_thread_as_a_conversation(staff_owner, owner):
                                         "status: open → solved", "private note", "between us", "tags: +vip")]  # fmt: skip
     assert order == sorted(order)
     assert "<b>Help</b>" not in thread
+
+
+def test_the_history_keeps_a_deleted_agents_id_and_name(owner):
+    from accounts import services as account_services
+
+    helper = AgentFactory(license=owner.license, name="Leaving Agent")
+    ticket = TicketFactory(license=owner.license)
+    services.ticket_update(ticket=ticket, author_agent=helper, message={"text": "handled"}, status="solved")
+    helper_id = str(helper.pk)
+    # when
+    account_services.agent_delete(agent=helper)
+    # then
+    events = _events(owner, ticket.pk)
+    assert [e["author"] for e in events[1:]] == [
+        {"ID": helper_id, "name": "Leaving Agent", "type": "agent"}
+    ] * 2
+    assert Message.objects.get(ticket=ticket, text="handled").author_agent is None  # the message's link goes

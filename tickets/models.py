@@ -227,8 +227,16 @@ class TicketEvent(LicenseOwned):
     # The order of the events of one write (they share its time): history is ordered by (created_at, position).
     position = models.SmallIntegerField(default=0)
     author_type = models.CharField(max_length=10, choices=[(a, a) for a in AUTHOR_TYPES])
+    # Not a constraint: the history keeps who did it after the agent is deleted (the ID and name snapshot stay),
+    # and deleting an agent does not scan every event of every license to clear it.
     author_agent = models.ForeignKey(
-        Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False
+        Agent,
+        null=True,
+        blank=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="+",
+        db_index=False,
     )
     author_name = models.CharField(max_length=254, blank=True)
     source_type = models.CharField(max_length=10, choices=[(s, s) for s in SOURCE_TYPES])

@@ -54,7 +54,7 @@ class Migration(migrations.Migration):
                 ('source_type', models.CharField(choices=[('api', 'api'), ('email', 'email'), ('admin', 'admin'), ('system', 'system')], max_length=10)),
                 ('detailed_source', models.CharField(blank=True, max_length=30)),
                 ('payload', models.JSONField(blank=True, default=dict)),
-                ('author_agent', models.ForeignKey(blank=True, db_index=False, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='accounts.agent')),
+                ('author_agent', models.ForeignKey(blank=True, db_constraint=False, db_index=False, null=True, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to='accounts.agent')),
                 ('license', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='ticket_events', to='accounts.license')),
                 ('message', models.ForeignKey(blank=True, db_index=False, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='events', to='tickets.message')),
                 ('ticket', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='events', to='tickets.ticket')),
