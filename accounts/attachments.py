@@ -41,10 +41,14 @@ def link_max_age() -> int:
     return int(getattr(settings, "HELPDESK_ATTACHMENT_LINK_MAX_AGE_SECONDS", DEFAULT_LINK_MAX_AGE_SECONDS))
 
 
+def download_url(token: str, name: str) -> str:
+    """The absolute download URL (HELPDESK_APP_URL) of the attachment with this token and name."""
+    return f"{settings.HELPDESK_APP_URL.rstrip('/')}/v1/attachments/{quote(token, safe='')}/{quote(name, safe='')}"
+
+
 def attachment_url(attachment: Attachment) -> str:
-    """The attachment's absolute `url` (HELPDESK_APP_URL): downloads with the caller's credentials."""
-    path = f"/v1/attachments/{quote(attachment.token, safe='')}/{quote(attachment.name, safe='')}"
-    return settings.HELPDESK_APP_URL.rstrip("/") + path
+    """The attachment's `url`: downloads with the caller's credentials."""
+    return download_url(attachment.token, attachment.name)
 
 
 def _signer() -> signing.TimestampSigner:
