@@ -24,8 +24,8 @@ PIXEL = bytes.fromhex(
 def test_the_admin_reads_the_conversation_and_opens_an_attachment(
     transactional_db,
     live_server,
-    browser_page,
-    settings,  # noqa: F811
+    browser_page,  # noqa: F811 (the fixture imported above)
+    settings,
 ):
     # given: a customer's ticket, an agent's reply with a screenshot, a status change, a private note
     settings.HELPDESK_APP_URL = live_server.url

@@ -396,3 +396,11 @@ def test_the_history_keeps_a_deleted_agents_id_and_name(owner):
         {"ID": helper_id, "name": "Leaving Agent", "type": "agent"}
     ] * 2
     assert Message.objects.get(ticket=ticket, text="handled").author_agent is None  # the message's link goes
+
+
+def test_a_tickets_history_and_the_purge_use_the_license_led_index(db):
+    # The single read, eventsScope=all and the purge's batch delete all ask (license, ticket IN ...).
+    with connection.cursor() as cursor:
+        indexes = connection.introspection.get_constraints(cursor, TicketEvent._meta.db_table)
+    assert indexes["event_lic_ticket_created"]["columns"] == ["license_id", "ticket_id", "created_at"]
+    assert indexes["event_message"]["columns"] == ["message_id"]
