@@ -23,6 +23,15 @@ BACKFILL = """
     LEFT JOIN accounts_agent a ON a.id = m.author_agent_id
 """
 
+# SQLite adds the two Message columns by rebuilding the table, which drops the indexes that 0007 made outside
+# the model state; make them again (PostgreSQL keeps them: ALTER TABLE ADD COLUMN).
+RESTORE_SQLITE_INDEXES = "CREATE INDEX IF NOT EXISTS message_ticket_fk ON tickets_message (ticket_id)"
+
+
+def restore_sqlite_indexes(apps, schema_editor):
+    if schema_editor.connection.vendor == "sqlite":
+        schema_editor.execute(RESTORE_SQLITE_INDEXES)
+
 
 class Migration(migrations.Migration):
 
@@ -64,4 +73,5 @@ class Migration(migrations.Migration):
             },
         ),
         migrations.RunSQL(BACKFILL, migrations.RunSQL.noop),
+        migrations.RunPython(restore_sqlite_indexes, migrations.RunPython.noop, elidable=False),
     ]
