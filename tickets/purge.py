@@ -236,6 +236,14 @@ def _delete_license_rows(license_id: int, ids: list) -> list[str]:
     )
     attachments = Attachment.objects.filter(license_id=license_id, transaction_id__in=txn_ids)
     files = [name for name in attachments.values_list("file", flat=True) if name]
+    # The mail sent about these tickets (its threading rows point at the tickets and their messages).
+    from templates_app.models import OutboundMessage
+
+    outbound = OutboundMessage.objects.filter(license_id=license_id, ticket_id__in=ids)
+    _raw_delete(
+        OutboundMessage.attachments.through.objects.filter(outboundmessage_id__in=outbound.values("id"))
+    )
+    _raw_delete(outbound)
     _raw_delete(Message.objects.filter(license_id=license_id, ticket_id__in=ids))
     _raw_delete(attachments)
     _raw_delete(AttachmentTransaction.objects.filter(license_id=license_id, id__in=txn_ids))

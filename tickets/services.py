@@ -18,7 +18,7 @@ from accounts.models import Agent, Attachment, AttachmentTransaction, License
 from accounts.services import same_license, stamp_create, stamp_update, transaction_bind
 from helpdesk.api.errors import Conflict, field_error
 from helpdesk.context import current_actor
-from tickets import counts, search
+from tickets import counts, search, signals
 from tickets.models import READ_ONLY_SILOS, Message, Tag, Ticket, TicketTeam
 
 # --- helpers ------------------------------------------------------------------------------------------
@@ -65,7 +65,15 @@ def _refresh_text(ticket: Ticket) -> None:
 
 
 def _add_message(
-    ticket: Ticket, *, text: str, is_private: bool, author_type: str, author_agent, txn, now=None
+    ticket: Ticket,
+    *,
+    text: str,
+    is_private: bool,
+    author_type: str,
+    author_agent,
+    txn,
+    now=None,
+    created_ticket: bool = False,
 ) -> Message:
     now = now or timezone.now()
     message = Message(
@@ -85,6 +93,9 @@ def _add_message(
             ticket.last_agent_message_at = now
         elif author_type == "client":
             ticket.last_client_message_at = now
+    signals.message_created.send(
+        sender=Message, message=message, ticket=ticket, created_ticket=created_ticket
+    )
     return message
 
 
@@ -125,6 +136,12 @@ def _unique_people(people) -> list[dict]:
             seen.add(email)
             unique.append({"email": email, "name": person.get("name", "")})
     return unique
+
+
+# TEMPORARY STUB (branch `mailout`): the `events` helper implements this service (Message.delivery_status,
+# appended under a row lock); the lead keeps theirs at merge. The e-mail app calls it for every outcome.
+def message_delivery_record(*, message_id, recipient: str, status: str, date=None) -> None:
+    """Record a delivery outcome (`queued`, `sent`, `deferred`, `failed`) of a message to one recipient."""
 
 
 # --- tickets --------------------------------------------------------------------------------------------
@@ -178,6 +195,7 @@ def ticket_create(
         author_agent=author_agent,
         txn=txn,
         now=ticket.created_at,
+        created_ticket=True,
     )
     ticket.save(update_fields=["last_message_at", "last_agent_message_at", "last_client_message_at"])
     if not teams:
