@@ -122,9 +122,7 @@ def test_received_message_ids_are_in_the_references(
     # given mail received for this ticket (mailin's InboundMessage; its Message-IDs join the thread)
     from templates_app import ticket_mail
 
-    monkeypatch.setattr(
-        ticket_mail, "_inbound_ids", lambda t: [(ticket.created_at, "cafe@customer.example")]
-    )
+    monkeypatch.setattr(ticket_mail, "_inbound_ids", lambda t: [(ticket.created_at, "cafe@customer.example")])
     _reply(agent, ticket, callbacks=django_capture_on_commit_callbacks)
     [(_, received)] = smtp_server.messages
     assert received["In-Reply-To"] == "<cafe@customer.example>"
@@ -225,13 +223,12 @@ def test_the_admin_reply_is_mailed_too(
 def test_a_rolled_back_reply_sends_nothing(
     agent, ticket, smtp_server, eager_tasks, django_capture_on_commit_callbacks
 ):
-    with django_capture_on_commit_callbacks(execute=True):
-        with pytest.raises(RuntimeError):
-            with transaction.atomic():
-                ticket_services.ticket_update(
-                    ticket=ticket, author_agent=agent.agent, message={"text": "Never sent."}
-                )
-                raise RuntimeError("the request failed after the write")
+    callbacks = django_capture_on_commit_callbacks(execute=True)
+    with callbacks, pytest.raises(RuntimeError), transaction.atomic():
+        ticket_services.ticket_update(
+            ticket=ticket, author_agent=agent.agent, message={"text": "Never sent."}
+        )
+        raise RuntimeError("the request failed after the write")
     assert OutboundMessage.objects.count() == 0
     assert smtp_server.messages == []
 
@@ -287,19 +284,20 @@ def test_a_verified_reply_address_is_the_from_and_an_unverified_one_a_reply_to(
     _reply(agent, ticket, "Two.", callbacks=django_capture_on_commit_callbacks)
     received = smtp_server.messages[-1][1]
     assert str(received["From"]) == "Acme Support <support@acme.example>"
-    assert [a.addr_spec for a in received["Reply-To"].addresses] == [reply_address(license.pk, ticket.short_id)]
+    assert [a.addr_spec for a in received["Reply-To"].addresses] == [
+        reply_address(license.pk, ticket.short_id)
+    ]
 
 
 def _mail_in(license, callbacks, subject="Broken widget"):
-    with acting_as(Actor(type=EMAIL_MESSAGE, email="new@customer.example")):
-        with callbacks(execute=True):
-            return ticket_services.ticket_create(
-                license=license,
-                subject=subject,
-                requester={"email": "new@customer.example", "name": "New"},
-                message={"text": "The widget is broken."},
-                author_type="client",
-            )
+    with acting_as(Actor(type=EMAIL_MESSAGE, email="new@customer.example")), callbacks(execute=True):
+        return ticket_services.ticket_create(
+            license=license,
+            subject=subject,
+            requester={"email": "new@customer.example", "name": "New"},
+            message={"text": "The widget is broken."},
+            author_type="client",
+        )
 
 
 def test_a_ticket_that_came_by_mail_is_acknowledged(
