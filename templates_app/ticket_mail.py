@@ -351,8 +351,8 @@ def refresh_before_send(row: OutboundMessage) -> bool:
     """
     if row.kind != OutboundMessage.KIND_ACKNOWLEDGEMENT or row.ticket_id is None:
         return True
-    if not auto_reply_allowed(row.ticket_message):
-        return False
+    if row.ticket.silo in ("spam", "trash") or not auto_reply_allowed(row.ticket_message):
+        return False  # moved to spam by mailin after the row was written, or not to be answered
     ids = thread_ids(ticket=row.ticket, recipient=row.to, exclude_pk=row.pk)
     if ids:
         row.headers = {**row.headers, **threading_headers(ids)}

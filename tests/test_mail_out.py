@@ -289,8 +289,8 @@ def test_a_verified_reply_address_is_the_from_and_an_unverified_one_a_reply_to(
     ]
 
 
-def _mail_in(license, callbacks, subject="Broken widget"):
-    with acting_as(Actor(type=EMAIL_MESSAGE, email="new@customer.example")), callbacks(execute=True):
+def _mail_in(license, callbacks, subject="Broken widget", execute=True):
+    with acting_as(Actor(type=EMAIL_MESSAGE, email="new@customer.example")), callbacks(execute=execute):
         return ticket_services.ticket_create(
             license=license,
             subject=subject,
@@ -330,3 +330,46 @@ def test_a_ticket_made_through_the_api_by_a_client_is_not_acknowledged(
     with django_capture_on_commit_callbacks(execute=True):
         TicketFactory(license=license)
     assert smtp_server.messages == []
+
+
+def test_the_acknowledgement_threads_to_the_received_mail_and_skips_spam(
+    license, smtp_server, django_capture_on_commit_callbacks, monkeypatch
+):
+    from templates_app import ticket_mail
+    from tickets.models import Ticket
+
+    # given two tickets from e-mail whose mails were not sent yet (mailin stores its row after the ticket)
+    good = _mail_in(license, django_capture_on_commit_callbacks, subject="Good", execute=False)
+    spam = _mail_in(license, django_capture_on_commit_callbacks, subject="Cheap pills", execute=False)
+    monkeypatch.setattr(
+        ticket_mail, "_inbound_ids", lambda t: [(t.created_at, f"in-{t.short_id}@customer.example")]
+    )
+    Ticket.objects.filter(pk=spam.pk).update(silo="spam")  # mailin's verdict after the ticket was created
+    # when the worker sends them
+    for row in OutboundMessage.objects.all():
+        tasks.send_outbound_message.apply(args=[str(row.pk)])
+    # then the good one answers the received mail, and nothing goes to the spammer
+    [(_, received)] = smtp_server.messages
+    assert received["In-Reply-To"] == f"<in-{good.short_id}@customer.example>"
+    assert OutboundMessage.objects.get(ticket=spam).status == "suppressed"
+
+
+def test_purging_a_ticket_deletes_its_mail(agent, license, ticket, django_capture_on_commit_callbacks):
+    import datetime as dt
+
+    from django.db import connection
+    from django.utils import timezone
+
+    from tickets import purge
+    from tickets.models import Ticket
+
+    # given a ticket with mail, moved to the trash a month ago
+    _reply(agent, ticket, callbacks=django_capture_on_commit_callbacks)
+    row = OutboundMessage.objects.get(ticket=ticket)
+    old = timezone.now() - dt.timedelta(days=31)
+    Ticket.objects.filter(pk=ticket.pk).update(silo="trash", updated_at=old)
+    # when the purge runs, the ticket and its mail rows go (the foreign keys hold: checked here, as at commit)
+    result = purge.purge_expired()
+    connection.check_constraints()
+    assert result.counts == {license.pk: {"spam": 0, "trash": 1}}
+    assert not OutboundMessage.objects.filter(pk=row.pk).exists()
