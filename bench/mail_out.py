@@ -177,7 +177,9 @@ def main() -> int:
                 f"p99={percentile(ms, 99):7.1f} ms  max={max(ms):7.1f} ms  mean={statistics.mean(ms):7.1f} ms"
             )
 
-        print(f"database {connection.vendor}, broker Redis, worker concurrency {args.concurrency}, gap {args.gap}s")
+        print(
+            f"database {connection.vendor}, broker Redis, worker concurrency {args.concurrency}, gap {args.gap}s"
+        )
         print(line("reply -> received", latencies))
         print(line("PATCH alone", patches))
         if lost:
