@@ -18,6 +18,8 @@ $(VENV)/.installed: requirements.txt
 
 venv: $(VENV)/.installed
 
+# Links in e-mails (invitations, confirmations) point at this server unless HELPDESK_APP_URL is set.
+run: export HELPDESK_APP_URL ?= http://$(HOST):$(PORT)
 run: venv
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py demo_license --base-url http://$(HOST):$(PORT)

@@ -211,6 +211,7 @@ def team_create(*, license: License, name: str, autoassignment_agents=None, **fi
     _check_team_name(license, name)
     if fields.get("template") is not None:
         same_license(license, [fields["template"]], "templateID")
+    _check_reply_address(license, fields)
     team = Team(license=license, name=name)
     _apply_team_fields(team, fields)
     stamp_create(team)
@@ -219,6 +220,13 @@ def team_create(*, license: License, name: str, autoassignment_agents=None, **fi
         same_license(license, autoassignment_agents, "autoassignmentAgentIDs")
         team.autoassignment_agents.set(autoassignment_agents)
     return team
+
+
+def _check_reply_address(license: License, fields: dict) -> None:
+    if fields.get("reply_address_id") is not None:
+        from templates_app.reply_addresses import check_team_reply_address
+
+        check_team_reply_address(license, fields["reply_address_id"])
 
 
 def _apply_team_fields(team: Team, fields: dict) -> None:
@@ -237,6 +245,7 @@ def team_update(*, team: Team, autoassignment_agents=None, **fields) -> Team:
         _check_team_name(license, fields["name"], exclude=team)
     if fields.get("template") is not None:
         same_license(license, [fields["template"]], "templateID")
+    _check_reply_address(license, fields)
     _apply_team_fields(team, fields)
     stamp_update(team)
     team.save()

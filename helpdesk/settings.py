@@ -200,6 +200,10 @@ HELPDESK_APP_URL = env_str("HELPDESK_APP_URL", "http://localhost:8000")
 HELPDESK_INVITATION_MAX_AGE_DAYS = env_int("HELPDESK_INVITATION_MAX_AGE_DAYS", 7)
 # How long a signed attachment link (e-mails, <img>) downloads the file: 7 days.
 HELPDESK_ATTACHMENT_LINK_MAX_AGE_SECONDS = env_int("HELPDESK_ATTACHMENT_LINK_MAX_AGE_SECONDS", 7 * 24 * 3600)
+# Ticket mail: files of a message are attached up to this total size, the others are linked.
+HELPDESK_MAIL_ATTACHMENTS_MAX_BYTES = env_int("HELPDESK_MAIL_ATTACHMENTS_MAX_BYTES", 10 * 1024 * 1024)
+# How long the confirmation link of a reply address works.
+HELPDESK_REPLY_ADDRESS_LINK_MAX_AGE_DAYS = env_int("HELPDESK_REPLY_ADDRESS_LINK_MAX_AGE_DAYS", 7)
 # Every 10 minutes: e-mails whose enqueue was lost are queued again; finished ones go after 30 days.
 CELERY_BEAT_SCHEDULE["requeue-stale-messages"] = {
     "task": "templates_app.tasks.requeue_stale_messages",

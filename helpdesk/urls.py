@@ -24,4 +24,5 @@ api_v1 = [
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("v1/", include(api_v1)),
+    path("", include("templates_app.pages")),  # the pages e-mailed links open
 ]

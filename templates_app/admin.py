@@ -6,8 +6,8 @@ from django.contrib import admin
 from django.utils.html import format_html
 
 from accounts.admin.tenancy import LicenseScopedAdmin, ReadOnlyLicenseScopedAdmin, ScopedRelatedListFilter
-from templates_app import mail, services
-from templates_app.models import Invitation, OutboundMessage, Template
+from templates_app import mail, reply_addresses, services
+from templates_app.models import Invitation, OutboundMessage, ReplyAddress, Template
 from templates_app.rendering import render
 
 
@@ -114,3 +114,28 @@ class InvitationAdmin(ReadOnlyLicenseScopedAdmin):
     list_filter = (("license", ScopedRelatedListFilter),)
     search_fields = ("agent__email",)
     ordering = ("-created_at",)
+
+
+@admin.register(ReplyAddress)
+class ReplyAddressAdmin(LicenseScopedAdmin):
+    """Added through the service (which e-mails the confirmation link); verified only by that link."""
+
+    list_display = ("email", "name", "license", "verified_at", "created_at")
+    list_select_related = ("license",)
+    list_filter = (("license", ScopedRelatedListFilter),)
+    search_fields = ("email", "name")
+    ordering = ("license", "email")
+    autocomplete_fields = ("license",)
+    fields = ("license", "email", "name", "verified_at", "created_at", "created_by")
+
+    def has_change_permission(self, request, obj=None):
+        return obj is None and super().has_change_permission(request, obj)
+
+    def get_readonly_fields(self, request, obj=None):
+        return ("verified_at", "created_at", "created_by") if obj is None else self.fields
+
+    def save_model(self, request, obj, form, change):
+        obj.pk = reply_addresses.reply_address_create(license=obj.license, email=obj.email, name=obj.name).pk
+
+    def delete_object(self, request, obj):
+        reply_addresses.reply_address_delete(address=obj)

@@ -101,14 +101,24 @@ def render_for_license(*, license, context: dict, template: Template | None = No
 
 
 def message_queue(
-    *, license, kind: str, key: str, to: str, subject: str, rendered: Rendered, attachments=()
+    *, license, kind: str, key: str, to: str, subject: str, rendered: Rendered, attachments=(), **threading
 ) -> OutboundMessage:
-    """Store the message and send it after commit; the same `key` again returns the first row, queued once."""
+    """Store the message and send it after commit; the same `key` again returns the first row, queued once.
+
+    `threading`: the ticket mail's fields (message_id, ticket, ticket_message, from_email, headers).
+    """
     subject = " ".join(subject.split())[:300]  # a header: never a line break (company names are user input)
     message, created = OutboundMessage.objects.get_or_create(
         license=license,
         key=key[:200],
-        defaults={"kind": kind, "to": to, "subject": subject, "text": rendered.text, "html": rendered.html},
+        defaults={
+            "kind": kind,
+            "to": to,
+            "subject": subject,
+            "text": rendered.text,
+            "html": rendered.html,
+            **threading,
+        },
     )
     if created:
         if attachments:
@@ -153,17 +163,38 @@ def _is_temporary(exc: Exception) -> bool:
     return isinstance(exc, smtplib.SMTPServerDisconnected | ConnectionError | TimeoutError | OSError)
 
 
+def _one_line(value: str) -> str:
+    return " ".join(str(value).split())  # a header value never carries a line break
+
+
 def _email(message: OutboundMessage) -> EmailMultiAlternatives:
+    headers = {"X-HelpDesk-Message-ID": str(message.pk)}
+    if message.message_id:
+        headers["Message-ID"] = f"<{message.message_id}>"
+    for name in ("In-Reply-To", "References", "Auto-Submitted"):
+        if message.headers.get(name):
+            headers[name] = _one_line(message.headers[name])
+    if message.from_email:
+        # The header names the team; the envelope sender stays ours (bounces come back to us).
+        headers["From"] = _one_line(message.from_email)
     email = EmailMultiAlternatives(
         subject=message.subject,
         body=message.text,
         from_email=settings.DEFAULT_FROM_EMAIL,
         to=[message.to],
-        headers={"X-HelpDesk-Message-ID": str(message.pk)},
+        reply_to=[_one_line(address) for address in message.headers.get("Reply-To") or []],
+        headers=headers,
         connection=get_connection(fail_silently=False),
     )
     if message.html:
         email.attach_alternative(message.html, "text/html")
+    if message.ticket_message_id is not None:
+        from templates_app.ticket_mail import split_attachments
+
+        for attachment in split_attachments(message.ticket_message)[0]:
+            with attachment.file.open("rb") as handle:
+                email.attach(attachment.name, handle.read(), attachment.content_type or None)
+    files = bool(email.attachments)
     for attachment in message.attachments.all():
         # Inline parts of the HTML (multipart/related), addressed by Content-ID.
         with attachment.file.open("rb") as handle:
@@ -173,7 +204,8 @@ def _email(message: OutboundMessage) -> EmailMultiAlternatives:
         part.add_header("Content-ID", f"<{cid(attachment)}>")
         part.add_header("Content-Disposition", "inline", filename=attachment.name)
         email.attach(part)
-        email.mixed_subtype = "related"
+        if not files:  # with files attached the parts stay multipart/mixed (clients still resolve cid:)
+            email.mixed_subtype = "related"
     return email
 
 
@@ -183,9 +215,15 @@ def deliver(*, message_id) -> OutboundMessage | None:
     The row lock is held while the server answers, so a second worker on the same row waits and then sees
     it sent. (A crash after the server accepted but before the commit can still send twice: at-least-once.)
     """
+    from templates_app import ticket_mail
+
     with transaction.atomic():
         message = OutboundMessage.objects.select_for_update().filter(pk=message_id).first()
         if message is None or message.status != OutboundMessage.STATUS_PENDING:
+            return message
+        if not ticket_mail.refresh_before_send(message):
+            message.status = OutboundMessage.STATUS_SUPPRESSED
+            message.save(update_fields=["status"])
             return message
         message.attempts += 1
         try:
@@ -198,23 +236,34 @@ def deliver(*, message_id) -> OutboundMessage | None:
             if not temporary:
                 message.status = OutboundMessage.STATUS_FAILED
             message.save(update_fields=["attempts", "last_error", "status"])
+            ticket_mail.record(message, "deferred" if temporary else "failed")
             if not temporary:
                 log.warning("E-mail %s to %s failed permanently: %s", message.pk, message.to, exc)
                 return message
         else:
             message.status = OutboundMessage.STATUS_SENT
             message.sent_at = timezone.now()
-            message.save(update_fields=["attempts", "status", "sent_at", "last_error"])
+            message.save(update_fields=["attempts", "status", "sent_at", "last_error", "headers"])
+            ticket_mail.record(message, "sent", date=message.sent_at)
             return message
     # A temporary failure: the attempt is committed, then the task retries.
     raise TemporaryFailure(message.last_error)
 
 
+@transaction.atomic
 def give_up(*, message_id) -> None:
     """After the last retry: the message stays unsent and says why."""
-    OutboundMessage.objects.filter(pk=message_id, status=OutboundMessage.STATUS_PENDING).update(
-        status=OutboundMessage.STATUS_FAILED
+    from templates_app import ticket_mail
+
+    message = (
+        OutboundMessage.objects.select_for_update()
+        .filter(pk=message_id, status=OutboundMessage.STATUS_PENDING)
+        .first()
     )
+    if message is not None:
+        message.status = OutboundMessage.STATUS_FAILED
+        message.save(update_fields=["status"])
+        ticket_mail.record(message, "failed")
 
 
 STALE_AFTER = timedelta(minutes=10)
@@ -232,7 +281,10 @@ def requeue_stale_messages() -> int:
         cutoff = now - RETENTION
         messages.filter(
             Q(status=OutboundMessage.STATUS_SENT, sent_at__lt=cutoff)
-            | Q(status=OutboundMessage.STATUS_FAILED, created_at__lt=cutoff)
+            | Q(
+                status__in=[OutboundMessage.STATUS_FAILED, OutboundMessage.STATUS_SUPPRESSED],
+                created_at__lt=cutoff,
+            )
         ).delete()
         stale = messages.filter(
             status=OutboundMessage.STATUS_PENDING, attempts=0, created_at__lt=now - STALE_AFTER

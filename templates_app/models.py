@@ -3,6 +3,7 @@
 import uuid
 
 from django.db import models
+from django.db.models.functions import Lower
 from django.utils import timezone
 
 from accounts.models import LicenseOwned, Stamped
@@ -40,7 +41,10 @@ class OutboundMessage(LicenseOwned):
     """
 
     KIND_TEST, KIND_FORWARDING, KIND_INVITATION = "test", "forwarding", "invitation"
+    KIND_REPLY, KIND_ACKNOWLEDGEMENT = "reply", "acknowledgement"
+    KIND_REPLY_ADDRESS = "replyAddress"  # the confirmation link of a reply address
     STATUS_PENDING, STATUS_SENT, STATUS_FAILED = "pending", "sent", "failed"
+    STATUS_SUPPRESSED = "suppressed"  # an acknowledgement mailin said not to send (loop, bulk, rate)
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     key = models.CharField(max_length=200)
@@ -56,10 +60,24 @@ class OutboundMessage(LicenseOwned):
     last_error = models.TextField(blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     sent_at = models.DateTimeField(null=True, blank=True)
+    # Ticket mail (kinds reply and acknowledgement): our Message-ID (without <>) for threading, the ticket
+    # and its message, the envelope headers decided when the row was written.
+    message_id = models.CharField(max_length=250, blank=True, db_index=True)
+    ticket = models.ForeignKey(
+        "tickets.Ticket", null=True, blank=True, on_delete=models.CASCADE, related_name="+", db_index=False
+    )
+    ticket_message = models.ForeignKey(
+        "tickets.Message", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    from_email = models.CharField(max_length=400, blank=True)
+    headers = models.JSONField(default=dict, blank=True)  # Reply-To, In-Reply-To, References, Auto-Submitted
 
     class Meta:
         constraints = [models.UniqueConstraint("license", "key", name="outbound_message_key_unique")]
-        indexes = [models.Index(fields=["license", "status", "created_at"], name="outbound_license_status")]
+        indexes = [
+            models.Index(fields=["license", "status", "created_at"], name="outbound_license_status"),
+            models.Index(fields=["ticket", "created_at"], name="outbound_ticket_created"),
+        ]
 
     def __str__(self):
         return f"{self.kind} to {self.to} ({self.status})"
@@ -82,3 +100,29 @@ class Invitation(LicenseOwned):
 
     def __str__(self):
         return f"Invitation of {self.agent_id}"
+
+
+class ReplyAddress(LicenseOwned, Stamped):
+    """An address of the customer's own domain (support@acme.com) that teams reply from once it is verified.
+
+    Adding one e-mails a signed link to it; following the link and confirming sets `verified_at`. Until then
+    mail goes out from the inbound address with this address as a Reply-To.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    email = models.EmailField(max_length=254)
+    name = models.CharField(max_length=200, blank=True)
+    verified_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint("license", Lower("email"), name="reply_address_email_unique"),
+        ]
+        indexes = [models.Index(fields=["license", "created_at"], name="reply_address_license_created")]
+
+    def __str__(self):
+        return f"{self.name} <{self.email}>" if self.name else self.email
+
+    @property
+    def verified(self) -> bool:
+        return self.verified_at is not None

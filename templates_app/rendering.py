@@ -198,25 +198,37 @@ def _visual_html(body_html: str, palette: dict, footer: bool, logo_cid: str | No
 
 
 def render(
-    *, type: str, content: dict, context: dict, powered_by: bool = False, logo_cid: str | None = None
+    *,
+    type: str,
+    content: dict,
+    context: dict,
+    powered_by: bool = False,
+    logo_cid: str | None = None,
+    appendix: Rendered | None = None,
 ) -> Rendered:
     """Render one template (its `type` and `content`) with a flat context of strings.
 
     `logo_cid` puts the template's logo (an inline attachment) at the top of the visual layout; html
-    templates place it themselves with `<img src="cid:...">`.
+    templates place it themselves with `<img src="cid:...">`. `appendix` (text and HTML made by our own code,
+    e.g. a ticket's thread) goes below the body and above the footer; its HTML is sanitized like the rest.
     """
     content = content or {}
     text = _tidy_text(_substitute(content.get("text", ""), context, escape=lambda v: v))
     palette = colors(content.get("appearance"))
     source_html = content.get("html") or ""
+    extra_html = sanitize(appendix.html) if appendix and appendix.html else ""
     if type == "html" and source_html.strip():
         html = sanitize(_substitute(source_html, context, escape=html_lib.escape))
         if not text:
             text = _html_to_text(html)
+        html += extra_html
         if powered_by:
             html += POWERED_BY_HTML
     else:
-        html = _visual_html(_text_to_html(text, palette["linkColor"]), palette, powered_by, logo_cid)
+        body = _text_to_html(text, palette["linkColor"]) + extra_html
+        html = _visual_html(body, palette, powered_by, logo_cid)
+    if appendix and appendix.text:
+        text = f"{text}\n\n{appendix.text}".strip()
     if powered_by:
         text = f"{text}\n\n-- \n{POWERED_BY_TEXT}"
     return Rendered(text=text, html=html)

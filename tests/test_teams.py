@@ -23,14 +23,17 @@ def test_creating_a_license_creates_its_default_team(license):
 
 
 def test_the_owner_creates_a_team_with_autoassignment_agents(owner, license):
+    from templates_app.models import ReplyAddress
+
     member = AgentFactory(license=license)
+    address = ReplyAddress.objects.create(license=license, email="billing@acme.example")
     response = owner.client.post(
         "/v1/teams",
         {
             "name": "Billing",
             "settings": {"tagReminder": True},
             "replyName": "Billing at Acme",
-            "replyAddressID": UNKNOWN,
+            "replyAddressID": str(address.pk),
             "autoassignmentAgentIDs": [str(member.pk)],
         },
         format="json",
@@ -39,6 +42,7 @@ def test_the_owner_creates_a_team_with_autoassignment_agents(owner, license):
     body = response.json()
     assert body["name"] == "Billing" and body["settings"]["tagReminder"] is True
     assert body["settings"]["notifyTeamAboutAssignedTicket"] is True
+    assert body["replyAddressID"] == str(address.pk)
     team = Team.objects.get(pk=body["ID"])
     assert list(team.autoassignment_agents.all()) == [member]
     # the agent side of the same relation
@@ -56,6 +60,7 @@ def test_the_owner_creates_a_team_with_autoassignment_agents(owner, license):
         ({"name": "x", "settings": {"tagReminder": "no"}}, "settings"),
         ({"name": "x", "settings": {"unknown": True}}, "settings"),
         ({"name": "x", "replyAddressID": "abc"}, "replyAddressID"),
+        ({"name": "x", "replyAddressID": UNKNOWN}, "replyAddressID"),
         ({"name": "x", "templateID": UNKNOWN}, "templateID"),
         ({"name": "x", "autoassignmentAgentIDs": [UNKNOWN]}, "autoassignmentAgentIDs"),
         ({"name": "x", "autoassignmentAgentIDs": {"a": 1}}, "autoassignmentAgentIDs"),

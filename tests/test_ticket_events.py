@@ -60,7 +60,9 @@ def test_api_create_records_the_first_message_with_author_and_source(owner):
     assert event["author"] == {"ID": str(owner.agent.pk), "name": owner.agent.name, "type": "agent"}
     assert event["source"] == {"type": "api", "detailedSource": "api"}
     assert event["message"] == {"text": "Where is my order?", "isPrivate": False, "richTextHtml": ""}
-    assert event["attachments"] == [] and event["deliveryStatus"] == []
+    assert event["attachments"] == []
+    # an agent's public first message goes to the requester by e-mail (queued in the same transaction)
+    assert [(d["status"], d["recipient"]) for d in event["deliveryStatus"]] == [("queued", "ann@example.com")]
 
 
 def test_every_api_field_change_is_an_event_with_old_and_new(owner):

@@ -62,6 +62,7 @@ from tickets.models_purge import (
     PurgedFile,
     PurgeRun,
 )
+from tickets.signals import tickets_purging
 
 logger = logging.getLogger("tickets.purge")
 
@@ -238,6 +239,8 @@ def _delete_license_rows(license_id: int, ids: list) -> list[str]:
     files = [name for name in attachments.values_list("file", flat=True) if name]
     # Events first: they point at the messages (by the license-led index of events).
     _raw_delete(TicketEvent.objects.filter(license_id=license_id, ticket_id__in=ids))
+    # The apps above tickets delete their rows about these tickets (the e-mail app: mail sent and received).
+    tickets_purging.send(sender=Ticket, license_id=license_id, ticket_ids=ids)
     _raw_delete(Message.objects.filter(license_id=license_id, ticket_id__in=ids))
     _raw_delete(attachments)
     _raw_delete(AttachmentTransaction.objects.filter(license_id=license_id, id__in=txn_ids))

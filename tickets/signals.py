@@ -7,3 +7,8 @@ from django.dispatch import Signal
 # are final. Keyword arguments: `message` (tickets.Message), `ticket` (tickets.Ticket), `created_ticket` (True
 # for the first message of a new ticket).
 message_created = Signal()
+
+# Sent by the purge (tickets.purge) inside a batch's transaction, before it deletes the messages and tickets of
+# `ticket_ids` (all of license `license_id`): receivers delete their own rows that point at them, in bounded
+# statements led by the license. Keyword arguments: `license_id`, `ticket_ids`.
+tickets_purging = Signal()

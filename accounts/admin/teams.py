@@ -57,7 +57,11 @@ class TeamAdmin(LicenseScopedAdmin):
     ordering = ("license", "name")
     autocomplete_fields = ("license", "template")
     readonly_fields = ("created_at", "created_by", "created_by_type", "updated_at", "updated_by")
-    service_field_names = {"templateID": "template", "autoassignmentAgentIDs": "autoassignment_agents"}
+    service_field_names = {
+        "templateID": "template",
+        "autoassignmentAgentIDs": "autoassignment_agents",
+        "replyAddressID": "reply_address_id",
+    }
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(agent_total=Count("agents", distinct=True))

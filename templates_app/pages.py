@@ -1,0 +1,104 @@
+"""The public pages that our e-mails link to (no API token needed): accepting an invitation and confirming a
+reply address. GET only shows what the link is about; the change is a POST of the page's form (CSRF
+protected), so a mail scanner that follows links changes nothing.
+"""
+
+from __future__ import annotations
+
+from django.core import signing
+from django.shortcuts import render
+from django.urls import path
+from django.views.decorators.http import require_http_methods
+from rest_framework.exceptions import APIException
+
+from templates_app import invitations, reply_addresses
+from templates_app.models import Invitation
+
+TEMPLATE = "templates_app/page.html"
+
+
+def _error(request, title: str, exc: APIException | str, status: int | None = None):
+    message = exc if isinstance(exc, str) else str(exc.detail)
+    code = status or (exc.status_code if isinstance(exc, APIException) else 400)
+    return render(request, TEMPLATE, {"title": title, "error": message}, status=code)
+
+
+def _pending_invitation(token: str) -> Invitation | None:
+    try:
+        invitation_id = invitations._signer().unsign(token, max_age=invitations.max_age())
+    except signing.BadSignature:
+        return None
+    return (
+        Invitation.objects.select_related("agent", "license")
+        .filter(pk=invitation_id, accepted_at__isnull=True, revoked_at__isnull=True)
+        .first()
+    )
+
+
+@require_http_methods(["GET", "POST"])
+def invitation_accept_page(request):
+    title = "Accept the invitation"
+    token = (request.POST.get("token") if request.method == "POST" else request.GET.get("token")) or ""
+    if request.method == "GET":
+        invitation = _pending_invitation(token)
+        if invitation is None:
+            return _error(
+                request, title, "This invitation link is not valid, was used already or has expired."
+            )
+        company = (invitation.license.settings or {}).get("companyName") or "a team"
+        return render(
+            request,
+            TEMPLATE,
+            {
+                "title": title,
+                "form": "invitation",
+                "token": token,
+                "intro": f"You are invited to join {company} on HelpDesk as {invitation.agent.email}.",
+            },
+        )
+    password = request.POST.get("password") or None
+    if password is not None and password != request.POST.get("password_again"):
+        return _error(request, title, "The two passwords differ.")
+    caller = request.user if request.user.is_authenticated else None
+    try:
+        agent, api_token = invitations.invitation_accept(token=token, password=password, caller=caller)
+    except APIException as exc:
+        return _error(request, title, exc)
+    return render(
+        request,
+        TEMPLATE,
+        {
+            "title": "Welcome",
+            "done": f"You are now an agent of this help desk ({agent.email}).",
+            "api_token": api_token,
+            "admin_login": password is not None,
+        },
+    )
+
+
+@require_http_methods(["GET", "POST"])
+def reply_address_verify_page(request):
+    title = "Confirm the reply address"
+    token = (request.POST.get("token") if request.method == "POST" else request.GET.get("token")) or ""
+    try:
+        if request.method == "GET":
+            address = reply_addresses.address_from_token(token)
+        else:
+            address = reply_addresses.reply_address_verify(token=token)
+    except APIException as exc:
+        return _error(request, title, exc)
+    if request.method == "GET" and not address.verified:
+        company = (address.license.settings or {}).get("companyName") or "A team"
+        intro = f"{company} wants to send its help-desk replies from {address.email}."
+        return render(
+            request, TEMPLATE, {"title": title, "form": "replyAddress", "token": token, "intro": intro}
+        )
+    return render(
+        request, TEMPLATE, {"title": title, "done": f"{address.email} is confirmed as a reply address."}
+    )
+
+
+urlpatterns = [
+    path("invitations/accept", invitation_accept_page, name="invitation-accept-page"),
+    path("replyAddresses/verify", reply_address_verify_page, name="reply-address-verify-page"),
+]

@@ -1,0 +1,362 @@
+"""Mail out: a ticket's public agent messages go to the requester and the people in the loop; a ticket that
+came by e-mail gets an acknowledgement.
+
+`on_message_created` is connected to `tickets.signals.message_created` and runs inside the message's
+transaction: it renders the mail now (the team's template, else the license's default, through the one
+renderer) and writes one `OutboundMessage` row per recipient, so a rolled-back message leaves no row and
+sends nothing; the rows are enqueued after commit (`mail.message_queue`).
+
+Threading: every row has our own Message-ID (`<hex>@inbound.<domain>`, stored without brackets in
+`OutboundMessage.message_id`), `In-Reply-To`/`References` name the ticket's earlier Message-IDs (ours to that
+recipient and the ones we received), and `Reply-To` is the ticket's signed reply address, so a reply threads
+even when the client drops the headers.
+"""
+
+from __future__ import annotations
+
+import html as html_lib
+import logging
+import uuid
+from email.utils import formataddr
+
+from django.apps import apps
+from django.conf import settings
+
+from accounts.attachments import signed_attachment_url
+from helpdesk.context import EMAIL_MESSAGE, current_actor
+from templates_app import mail
+from templates_app.addresses import inbound_domain, license_address, reply_address
+from templates_app.models import OutboundMessage, ReplyAddress
+from templates_app.rendering import PLACEHOLDER_RE, Rendered, render
+
+log = logging.getLogger(__name__)
+
+THREAD_LENGTH = 20  # earlier messages quoted below a reply (ticketThread)
+REFERENCES_LENGTH = 20  # Message-IDs in References: the first one and the latest ones (RFC 5322 3.6.4)
+
+
+# --- who, from where ----------------------------------------------------------------------------------------
+
+
+def ticket_team(ticket):
+    """The team that answers: the assigned team, else the ticket's first team, else the license's default."""
+    if ticket.assignment_team_id:
+        return ticket.assignment_team
+    return ticket.teams.order_by("name").first() or ticket.license.default_team
+
+
+def sender(*, license, team, short_id: str) -> tuple[str, list[str]]:
+    """(From, Reply-To list) for mail of a ticket of `team`.
+
+    From is the team's reply name and its reply address when that is verified, else the license's inbound
+    address; an unverified reply address goes first into Reply-To so that answers still reach the customer's
+    own mailbox (which forwards to us: the duplicate has the same Message-ID and is stored once). The
+    signed ticket reply address is always in Reply-To: it is the threading path.
+    """
+    company = (license.settings or {}).get("companyName") or ""
+    name = (team.reply_name if team else "") or company
+    chosen = None
+    if team is not None and team.reply_address_id:
+        chosen = ReplyAddress.objects.for_license(license).filter(pk=team.reply_address_id).first()
+    reply_to = [formataddr((name, reply_address(license.pk, short_id)))]
+    if chosen is not None and chosen.verified:
+        return formataddr((name or chosen.name, chosen.email)), reply_to
+    if chosen is not None:
+        reply_to.insert(0, formataddr((name or chosen.name, chosen.email)))
+    return formataddr((name, license_address(license.pk))), reply_to
+
+
+def recipients(ticket) -> list[str]:
+    """The requester and the people in the loop, once each, never one of our own or the license's addresses."""
+    own = {
+        address.lower()
+        for address in ReplyAddress.objects.for_license(ticket.license_id).values_list("email", flat=True)
+    }
+    seen, result = set(), []
+    for email in [ticket.requester_email, *(p.get("email", "") for p in ticket.people_in_the_loop or [])]:
+        email = (email or "").strip()
+        key = email.lower()
+        if not email or key in seen or key in own or key.endswith("@" + inbound_domain()):
+            continue
+        seen.add(key)
+        result.append(email)
+    return result
+
+
+def new_message_id() -> str:
+    return f"{uuid.uuid4().hex}@{inbound_domain()}"
+
+
+def _inbound_model():
+    """mailin's InboundMessage, when that part is installed (threading and the auto-reply flag)."""
+    try:
+        return apps.get_model("templates_app", "InboundMessage")
+    except LookupError:
+        return None
+
+
+def _inbound_ids(ticket) -> list[tuple]:
+    model = _inbound_model()
+    if model is None:
+        return []
+    fields = {field.name for field in model._meta.get_fields()}
+    order = "created_at" if "created_at" in fields else "pk"
+    rows = model.objects.filter(ticket_id=ticket.pk).exclude(message_id="").order_by(order)
+    return [(getattr(row, order), row.message_id.strip("<>")) for row in rows if row.message_id]
+
+
+def thread_ids(*, ticket, recipient: str, exclude_pk=None) -> list[str]:
+    """The ticket's Message-IDs, oldest first: those we received and those we sent to `recipient`."""
+    ours = (
+        OutboundMessage.objects.filter(ticket_id=ticket.pk, to__iexact=recipient)
+        .exclude(message_id="")
+        .exclude(pk=exclude_pk)
+        .order_by("created_at")
+        .values_list("created_at", "message_id")
+    )
+    ids = [message_id for _, message_id in sorted([*_inbound_ids(ticket), *ours], key=lambda row: row[0])]
+    unique = list(dict.fromkeys(ids))
+    if len(unique) > REFERENCES_LENGTH:
+        unique = [unique[0], *unique[-(REFERENCES_LENGTH - 1) :]]
+    return unique
+
+
+def threading_headers(ids: list[str]) -> dict:
+    if not ids:
+        return {}
+    return {"In-Reply-To": f"<{ids[-1]}>", "References": " ".join(f"<{i}>" for i in ids)}
+
+
+def auto_reply_allowed(ticket_message) -> bool:
+    """mailin's verdict for the mail that made this message (loops, bulk mail, the per-sender limit)."""
+    model = _inbound_model()
+    if model is None or ticket_message is None:
+        return True
+    fields = {field.name for field in model._meta.get_fields()}
+    if "auto_reply_allowed" not in fields:
+        return True
+    link = "message" if "message" in fields else "ticket_message"
+    row = model.objects.filter(**{f"{link}_id": ticket_message.pk}).first()
+    return True if row is None else bool(row.auto_reply_allowed)
+
+
+# --- attachments --------------------------------------------------------------------------------------------
+
+
+def attachment_link(attachment) -> str:
+    """A signed, expiring link that opens the file from a mail client without credentials."""
+    return signed_attachment_url(attachment)
+
+
+def split_attachments(ticket_message) -> tuple[list, list]:
+    """(attached, linked): files are attached while their total stays within the limit, the rest linked."""
+    if ticket_message is None or ticket_message.transaction_id is None:
+        return [], []
+    from accounts.models import Attachment
+
+    attached, linked, total = [], [], 0
+    limit = settings.HELPDESK_MAIL_ATTACHMENTS_MAX_BYTES
+    for attachment in Attachment.objects.filter(transaction_id=ticket_message.transaction_id).order_by(
+        "created_at", "id"
+    ):
+        if total + attachment.size <= limit:
+            attached.append(attachment)
+            total += attachment.size
+        else:
+            linked.append(attachment)
+    return attached, linked
+
+
+# --- the body -----------------------------------------------------------------------------------------------
+
+
+def _author(message) -> str:
+    if message.author_type == "agent" and message.author_agent_id:
+        return message.author_agent.name or message.author_agent.email
+    if message.author_type == "client":
+        return message.ticket.requester_name or message.ticket.requester_email
+    return (message.ticket.license.settings or {}).get("companyName") or "HelpDesk"
+
+
+def appendix(*, message, ticket, signature: str | None, thread: bool) -> Rendered:
+    """What goes below the template's body: the signature (when the template has no place for it), links to
+    files too large to attach, and the earlier messages of the thread (newest first)."""
+    text, markup = [], []
+    if signature:
+        text.append(signature)
+        markup.append("<p>" + html_lib.escape(signature).replace("\n", "<br>") + "</p>")
+    _, linked = split_attachments(message)
+    if linked:
+        lines = [f"- {a.name}: {attachment_link(a)}" for a in linked]
+        text.append("Attachments:\n" + "\n".join(lines))
+        items = "".join(
+            f'<li><a href="{html_lib.escape(attachment_link(a))}">{html_lib.escape(a.name)}</a></li>'
+            for a in linked
+        )
+        markup.append(f'<p class="attachments">Attachments:</p><ul>{items}</ul>')
+    if thread:
+        from tickets.models import Message
+
+        earlier = (
+            Message.objects.filter(ticket_id=ticket.pk, is_private=False)
+            .exclude(pk=message.pk)
+            .filter(created_at__lte=message.created_at)
+            .select_related("author_agent", "ticket__license")
+            .order_by("-created_at", "-id")[:THREAD_LENGTH]
+        )
+        for each in earlier:
+            when = each.created_at.strftime("%Y-%m-%d %H:%M UTC")
+            heading = f"On {when}, {_author(each)} wrote:"
+            quoted = "\n".join(f"> {line}" for line in each.text.splitlines())
+            text.append(f"{heading}\n{quoted}")
+            body = html_lib.escape(each.text).replace("\n", "<br>")
+            markup.append(
+                f'<p class="thread-heading">{html_lib.escape(heading)}</p>'
+                f'<blockquote class="thread" style="margin:0 0 0 8px;padding-left:8px;'
+                f'border-left:2px solid #d0d7de">{body}</blockquote>'
+            )
+    return Rendered(text="\n\n".join(text), html="".join(markup))
+
+
+def render_ticket_mail(*, ticket, message, body: str) -> tuple[Rendered, list]:
+    """The mail of `message` (or an acknowledgement `body`) in the team's template, else the license's."""
+    license = ticket.license
+    team = ticket_team(ticket)
+    template = (team.template if team and team.template_id else None) or license.default_template
+    agent = message.author_agent if message.author_type == "agent" else None
+    context = mail.license_context(
+        license=license,
+        agent=agent,
+        **{
+            "ticket.subject": ticket.subject,
+            "ticket.shortID": ticket.short_id,
+            "requester.name": ticket.requester_name,
+            "requester.email": ticket.requester_email,
+            "message.text": body,
+        },
+    )
+    if template is None:
+        content, type_ = {"text": "{{message.text}}"}, "visual"
+    else:
+        content, type_ = template.content, template.type
+    placed = {
+        *PLACEHOLDER_RE.findall(content.get("text") or ""),
+        *PLACEHOLDER_RE.findall(content.get("html") or ""),
+    }
+    signature = agent.signature_text if agent and "agent.signature" not in placed else None
+    thread = bool((license.settings or {}).get("ticketThread", False))
+    logo = mail.logo(template)
+    rendered = render(
+        type=type_,
+        content=content,
+        context=context,
+        powered_by=mail.powered_by(license),
+        logo_cid=mail.cid(logo) if logo else None,
+        appendix=appendix(message=message, ticket=ticket, signature=signature, thread=thread),
+    )
+    return rendered, [logo] if logo else []
+
+
+def subject_of(ticket, *, reply: bool) -> str:
+    tag = f"[#{ticket.short_id}]"
+    subject = ticket.subject if tag in ticket.subject else f"{ticket.subject} {tag}"
+    return f"Re: {subject}" if reply else subject
+
+
+# --- the receiver -------------------------------------------------------------------------------------------
+
+
+def _queue(*, ticket, message, kind: str, to: list[str], subject: str, body: str, extra_headers=None):
+    rendered, inline = render_ticket_mail(ticket=ticket, message=message, body=body)
+    from_email, reply_to = sender(license=ticket.license, team=ticket_team(ticket), short_id=ticket.short_id)
+    rows = []
+    for recipient in to:
+        headers = {
+            "Reply-To": reply_to,
+            **threading_headers(thread_ids(ticket=ticket, recipient=recipient)),
+            **(extra_headers or {}),
+        }
+        row = mail.message_queue(
+            license=ticket.license,
+            kind=kind,
+            key=f"{kind}:{message.pk}:{recipient.lower()}",
+            to=recipient,
+            subject=subject,
+            rendered=rendered,
+            attachments=inline,
+            message_id=new_message_id(),
+            ticket=ticket,
+            ticket_message=message,
+            from_email=from_email,
+            headers=headers,
+        )
+        rows.append(row)
+    return rows
+
+
+def record(row: OutboundMessage, status: str, date=None) -> None:
+    """Tell the ticket's message how its mail to this recipient went (its event's deliveryStatus)."""
+    if row.kind != OutboundMessage.KIND_REPLY or row.ticket_message_id is None:
+        return
+    from tickets import services as ticket_services
+
+    ticket_services.message_delivery_record(
+        message_id=row.ticket_message_id, recipient=row.to, status=status, date=date
+    )
+
+
+def on_message_created(sender, *, message, ticket, created_ticket: bool = False, **kwargs) -> None:
+    """Receiver of `tickets.signals.message_created`; runs in the message's transaction."""
+    if message.is_private or ticket.silo in ("spam", "trash"):
+        return
+    if message.author_type == "agent":
+        rows = _queue(
+            ticket=ticket,
+            message=message,
+            kind=OutboundMessage.KIND_REPLY,
+            to=recipients(ticket),
+            subject=subject_of(ticket, reply=not created_ticket),
+            body=message.text,
+        )
+        for row in rows:
+            record(row, "queued", date=row.created_at)
+    elif message.author_type == "client" and created_ticket and current_actor().type == EMAIL_MESSAGE:
+        company = (ticket.license.settings or {}).get("companyName") or "our team"
+        body = (
+            f"Thank you for your message. We received your request and {company} will answer soon.\n\n"
+            f"Your ticket number is #{ticket.short_id}; keep it in the subject when you write about it."
+        )
+        _queue(
+            ticket=ticket,
+            message=message,
+            kind=OutboundMessage.KIND_ACKNOWLEDGEMENT,
+            to=[ticket.requester_email],
+            subject=subject_of(ticket, reply=True),
+            body=body,
+            # RFC 3834: an automatic answer, never to be answered automatically.
+            extra_headers={"Auto-Submitted": "auto-replied"},
+        )
+
+
+def refresh_before_send(row: OutboundMessage) -> bool:
+    """Called by `deliver()` under the row lock. False: do not send (mailin said no auto-reply).
+
+    An acknowledgement is written while mailin is still storing the mail it answers, so its verdict and the
+    received Message-ID are read now.
+    """
+    if row.kind != OutboundMessage.KIND_ACKNOWLEDGEMENT or row.ticket_id is None:
+        return True
+    if row.ticket.silo in ("spam", "trash") or not auto_reply_allowed(row.ticket_message):
+        return False  # moved to spam by mailin after the row was written, or not to be answered
+    ids = thread_ids(ticket=row.ticket, recipient=row.to, exclude_pk=row.pk)
+    if ids:
+        row.headers = {**row.headers, **threading_headers(ids)}
+    return True
+
+
+def on_tickets_purging(sender, *, license_id: int, ticket_ids: list, **kwargs) -> None:
+    """Receiver of `tickets.signals.tickets_purging`: the mail rows of purged tickets go with them."""
+    outbound = OutboundMessage.objects.filter(license_id=license_id, ticket_id__in=ticket_ids)
+    through = OutboundMessage.attachments.through.objects.filter(outboundmessage_id__in=outbound.values("id"))
+    through._raw_delete(through.db)
+    outbound._raw_delete(outbound.db)
