@@ -24,6 +24,12 @@ def _transaction_pk(license):
     return AttachmentTransaction.objects.create(license=license).pk
 
 
+def _reply_address_pk(license):
+    from templates_app.models import ReplyAddress
+
+    return ReplyAddress.objects.create(license=license, email=f"support{license.pk}@example.com").pk
+
+
 ROUTE_OBJECTS = {
     "license": _license_pk,
     "agent": lambda license: AgentFactory(license=license).pk,
@@ -33,4 +39,5 @@ ROUTE_OBJECTS = {
     "transaction": _transaction_pk,
     "template": lambda license: TemplateFactory(license=license).pk,
     "subscription": lambda license: SubscriptionFactory(license=license).pk,
+    "reply-address": _reply_address_pk,
 }
