@@ -11,8 +11,14 @@ from billing.models import Subscription
 from templates_app.models import ReplyAddress, Template
 from tickets.models import Tag
 
-# detectedLanguages is derived from tickets (updated as their languages are detected), not a change anyone made.
-register(License, target="licenses", license_of=lambda license: license.pk, exclude=("detected_languages",))
+# detectedLanguages is derived from tickets (updated as their languages are detected), not a change anyone made;
+# ticketsGeneration is the key of the cached search totals (tickets/counts.py).
+register(
+    License,
+    target="licenses",
+    license_of=lambda license: license.pk,
+    exclude=("detected_languages", "tickets_generation"),
+)
 register(
     Agent,
     target="agents",

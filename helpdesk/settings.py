@@ -95,6 +95,13 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"}
     )
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # A PostgreSQL outage answers 503 fast (libpq's minimum is 2 s) instead of hanging a worker; the
+    # health check at the start of each request replaces a pooled connection that died while it was away.
+    DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
+        "connect_timeout", env_int("DB_CONNECT_TIMEOUT", 3)
+    )
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DATABASES["default"].setdefault("TEST", {})
 if env_str("TEST_DATABASE_NAME"):
     DATABASES["default"]["TEST"]["NAME"] = env_str("TEST_DATABASE_NAME")
@@ -104,15 +111,35 @@ AUTH_USER_MODEL = "accounts.Account"
 
 # --- Redis: the Celery broker and the cache when REDIS_URL is set.
 REDIS_URL = env_str("REDIS_URL")
+_REDIS_TIMEOUT = env_int("CACHE_SOCKET_TIMEOUT_MS", 500) / 1000
 if REDIS_URL:
     CACHES = {
         "default": {
             "BACKEND": "helpdesk.cache.RedisCache",
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": env_str("CACHE_KEY_PREFIX", "helpdesk"),
+            # helpdesk.cache turns an unreachable Redis into misses; these bound what each try costs.
+            "OPTIONS": {
+                "socket_connect_timeout": _REDIS_TIMEOUT,
+                "socket_timeout": _REDIS_TIMEOUT,
+                "retry_on_timeout": False,
+            },
         }
     }
     CELERY_BROKER_URL = REDIS_URL
+    # Publishing while Redis is away must not hang a request: a short, bounded retry, then the caller
+    # (helpdesk.queue.enqueue_on_commit) logs and leaves the durable row to its sweeper.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "socket_connect_timeout": _REDIS_TIMEOUT,
+        "socket_timeout": 5 * _REDIS_TIMEOUT,
+    }
+    CELERY_BROKER_CONNECTION_TIMEOUT = _REDIS_TIMEOUT
+    CELERY_TASK_PUBLISH_RETRY_POLICY = {
+        "max_retries": 2,
+        "interval_start": 0,
+        "interval_step": 0.2,
+        "interval_max": 0.2,
+    }
     CELERY_RESULT_BACKEND = None
 else:
     # Shared between the web server, worker and beat processes of the embedded default.
@@ -133,6 +160,8 @@ else:
         "store_processed": False,
     }
 
+# Workers and beat wait for the broker at start-up instead of exiting (and keep retrying when it goes away).
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True

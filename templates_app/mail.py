@@ -1,6 +1,6 @@
 """Sending e-mail: render now, store one `OutboundMessage` per recipient, send later from a Celery task.
 
-Rows are created inside the caller's transaction and the task is enqueued with `transaction.on_commit`, so
+Rows are created inside the caller's transaction and the task is enqueued after commit (`helpdesk.queue`), so
 a rolled-back request sends nothing. `deliver()` sends a row once: it takes the row lock, skips a row
 already sent, and marks it sent in the same transaction (only a crash between the server's "250" and the
 commit could send it again). Temporary SMTP failures (4xx replies, dropped or
@@ -23,6 +23,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import License
+from helpdesk.queue import enqueue_now, enqueue_on_commit
 from templates_app.models import OutboundMessage, Template
 from templates_app.rendering import Rendered, render
 
@@ -123,7 +124,9 @@ def message_queue(
     if created:
         if attachments:
             message.attachments.set(attachments)
-        transaction.on_commit(lambda: enqueue(message_id=message.pk))
+        from templates_app.tasks import send_outbound_message
+
+        enqueue_on_commit(send_outbound_message, str(message.pk))
     return message
 
 
@@ -148,10 +151,7 @@ def enqueue(*, message_id) -> None:
     """Hand a stored message to the workers. If the broker is down the row stays pending for the sweeper."""
     from templates_app.tasks import send_outbound_message
 
-    try:
-        send_outbound_message.delay(str(message_id))
-    except Exception:
-        log.exception("Could not enqueue e-mail %s; requeue_stale_messages will pick it up", message_id)
+    enqueue_now(send_outbound_message, str(message_id))
 
 
 def _is_temporary(exc: Exception) -> bool:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import logging
+import sys
 
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.http import Http404, JsonResponse
+from django.db.utils import InterfaceError, OperationalError
+from django.http import Http404, HttpResponse, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
@@ -63,7 +65,28 @@ _CODES = {
     415: "unsupported_media_type",
     429: "throttled",
     500: "server_error",
+    503: "database_unavailable",
 }
+
+# The database cannot be reached (down, restarting, connection refused or cut): a 503 the client may retry.
+DATABASE_ERRORS = (OperationalError, InterfaceError)
+DATABASE_RETRY_AFTER_SECONDS = 5
+_DATABASE_UNAVAILABLE = "The database is unavailable; retry shortly."
+
+
+def database_unavailable(request=None, exc=None):
+    """The 503 for a database outage: the error shape on the API, a plain page elsewhere (the admin)."""
+    log.warning("Database unavailable: %s", exc)
+    if request is not None and not request.path.startswith("/v1/"):
+        response = HttpResponse(
+            "503 Service Unavailable: the database is unavailable; retry shortly.\n",
+            status=503,
+            content_type="text/plain; charset=utf-8",
+        )
+    else:
+        response = JsonResponse(error_body(503, _DATABASE_UNAVAILABLE, "database_unavailable"), status=503)
+    response["Retry-After"] = str(DATABASE_RETRY_AFTER_SECONDS)
+    return response
 
 
 def error_body(status_code: int, error: str, code: str | None = None, details=None) -> dict:
@@ -102,6 +125,10 @@ def exception_handler(exc, context):
         details = exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}
         exc = exceptions.ValidationError(details)
 
+    if isinstance(exc, DATABASE_ERRORS):
+        log.warning("Database unavailable: %s", exc)
+        body = error_body(503, _DATABASE_UNAVAILABLE, "database_unavailable")
+        return Response(body, status=503, headers={"Retry-After": str(DATABASE_RETRY_AFTER_SECONDS)})
     if not isinstance(exc, exceptions.APIException):
         log.exception("Unhandled error in %s", context.get("view").__class__.__name__ if context else "?")
         return Response(error_body(500, "Internal server error."), status=500)
@@ -141,4 +168,8 @@ def handler404(request, exception=None):
 
 
 def handler500(request):
+    # Django calls it while handling the exception (outside DRF: middleware, the admin).
+    exc = sys.exc_info()[1]
+    if isinstance(exc, DATABASE_ERRORS):
+        return database_unavailable(request, exc)
     return json_error(500, "Internal server error.")

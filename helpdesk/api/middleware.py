@@ -2,7 +2,7 @@
 
 from django.conf import settings
 
-from helpdesk.api.errors import json_error
+from helpdesk.api.errors import DATABASE_ERRORS, database_unavailable, json_error
 from helpdesk.context import HELPDESK_SYSTEM, Actor, reset_actor, set_actor
 
 _SUMMARIES = {400: "Bad request.", 403: "Forbidden.", 404: "Not found.", 500: "Internal server error."}
@@ -36,3 +36,9 @@ class ApiRequestMiddleware:
             # Django's own pages (a 404 from URL resolution, DEBUG's technical pages) never leave the API.
             return json_error(response.status_code, _SUMMARIES.get(response.status_code, "Request failed."))
         return response
+
+    def process_exception(self, request, exception):
+        # A database outage outside DRF's views (the admin, Django's own views): a plain 503, not a traceback.
+        if isinstance(exception, DATABASE_ERRORS):
+            return database_unavailable(request, exception)
+        return None

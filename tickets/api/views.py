@@ -42,7 +42,7 @@ class TicketPagination(KeysetPagination):
 
     def get_count(self, queryset) -> int:
         queryset = self.count_queryset if self.count_queryset is not None else queryset
-        return counts.cached_count(queryset, self.request.license.pk)
+        return counts.cached_count(queryset, self.request.license)
 
     with_events = False  # eventsScope=all (set by the view)
 

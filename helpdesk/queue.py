@@ -1,0 +1,39 @@
+"""Enqueue a Celery task once the current transaction commits, without ever failing the request.
+
+Why: the work is committed before the task is published, so a broker outage (Redis away) must not turn a
+committed write into a 500 (a client retry would then duplicate it). Publishing is bounded by the broker
+settings (a short connect timeout and a short publish retry policy); if it still fails it is logged and
+dropped here. That is safe only because every task enqueued this way has a durable record in the database
+and a periodic sweeper that enqueues again what is still pending:
+- e-mail: the OutboundMessage row (pending, never tried) → `templates_app.tasks.requeue_stale_messages`;
+- billing: the charge intent → `billing.tasks.reconcile_charges`.
+A new task enqueued with this helper needs such a record and sweeper too.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.db import transaction
+
+log = logging.getLogger(__name__)
+
+
+def enqueue_now(task, *args, **kwargs) -> bool:
+    """Publish `task` with these arguments; False (logged) if the broker cannot be reached."""
+    try:
+        task.delay(*args, **kwargs)
+    except Exception:
+        log.warning(
+            "Could not enqueue %s%r; its periodic sweeper will enqueue it again",
+            getattr(task, "name", task),
+            args,
+            exc_info=True,
+        )
+        return False
+    return True
+
+
+def enqueue_on_commit(task, *args, **kwargs) -> None:
+    """`task.delay(*args, **kwargs)` after the current transaction commits (at once outside one); never raises."""
+    transaction.on_commit(lambda: enqueue_now(task, *args, **kwargs))
