@@ -288,6 +288,8 @@ def ticket_merge(*, ticket: Ticket, child: Ticket) -> Ticket:
         t.pk: t
         for t in Ticket.objects.select_for_update().filter(pk__in=[ticket.pk, child.pk]).order_by("pk")
     }
+    if len(locked) != 2:  # one was purged since the view read it (the API's error handler answers 404)
+        raise Ticket.DoesNotExist("The ticket no longer exists.")
     ticket, child = locked[ticket.pk], locked[child.pk]
     license = License.objects.get(pk=ticket.license_id)
     for each in (ticket, child):
