@@ -232,7 +232,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["helpdesk.api.permissions.RolePermission"],
     "DEFAULT_RENDERER_CLASSES": ["helpdesk.api.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["helpdesk.api.json_input.JSONParser"],
-    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_FILTER_BACKENDS": ["helpdesk.api.filtersets.StrictFilterBackend"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "helpdesk.api.errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
