@@ -176,3 +176,10 @@ def test_an_unknown_field_is_still_a_400_even_when_null(owner):
     ticket = TicketFactory(license=owner.license)
     body = _error(owner.client.patch(f"/v1/tickets/{ticket.pk}", {"statuss": None}, format="json"))
     assert list(body["details"]) == ["statuss"]
+
+
+@pytest.mark.parametrize("path", ["/v1/agents", "/v1/teams", "/v1/tags", "/v1/templates", "/v1/licenses"])
+def test_a_list_without_filters_refuses_any_parameter(owner, path):
+    assert owner.client.get(path).status_code == 200
+    body = _error(owner.client.get(f"{path}?status=active"))
+    assert list(body["details"]) == ["status"]

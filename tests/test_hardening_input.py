@@ -262,3 +262,17 @@ def test_an_integer_beyond_64_bits_in_free_form_json_is_a_400(owner):
         content_type="application/json",
     )
     assert list(_error(response, 400)["details"]) == ["customFields"]
+
+
+def test_the_idempotency_fingerprint_takes_integers_orjson_cannot_write():
+    # The parser refuses them in API bodies; the fingerprint must not be the thing that fails if one gets in.
+    from types import SimpleNamespace
+
+    from billing.idempotency import _fingerprint
+
+    def request(data):
+        return SimpleNamespace(method="POST", path="/v1/subscriptions", data=data)
+
+    big = _fingerprint(request({"quantity": 2**64, "planCode": "x"}))
+    assert big == _fingerprint(request({"planCode": "x", "quantity": 2**64}))
+    assert big != _fingerprint(request({"planCode": "x", "quantity": 2**64 + 1}))

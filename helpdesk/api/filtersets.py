@@ -106,6 +106,16 @@ class StrictFilterBackend(DjangoFilterBackend):
             kwargs["data"] = filterset_class.check_params(kwargs["data"], _paginator_params(view))
         return kwargs
 
+    def filter_queryset(self, request, queryset, view):
+        # A list without a FilterSet takes no filters: any parameter but the paginator's is unknown.
+        if getattr(view, "action", None) == "list" and self.get_filterset_class(view, queryset) is None:
+            unknown = request.query_params.keys() - _paginator_params(view)
+            if unknown:
+                raise ValidationError(
+                    {key: [f"{UNKNOWN} This list takes no filters."] for key in sorted(unknown)}
+                )
+        return super().filter_queryset(request, queryset, view)
+
 
 def _paginator_params(view) -> frozenset[str]:
     paginator = getattr(view, "paginator", None)
