@@ -118,7 +118,7 @@ def test_50000_levels_to_an_anonymous_endpoint_are_a_400(client):
     response = client.post(
         "/v1/invitations/accept", body, content_type="application/json", HTTP_USER_AGENT="t/1"
     )
-    assert _error(response, 400)["code"] in ("parse_error", "too_deep", "invalid")
+    assert _error(response, 400)["code"] == "too_deep"
 
 
 @pytest.mark.parametrize("depth", [40, 3_000])
