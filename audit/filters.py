@@ -3,6 +3,7 @@
 import django_filters
 
 from audit.models import ACTIONS, TARGETS, AuditEntry
+from helpdesk.api.filtersets import StrictFilterSet
 from helpdesk.api.relative_dates import RelativeDateRange, TimezoneFilter
 from helpdesk.context import AUTHOR_TYPES
 
@@ -11,7 +12,7 @@ def _choices(values):
     return [(value, value) for value in values]
 
 
-class AuditEntryFilterSet(django_filters.FilterSet):
+class AuditEntryFilterSet(StrictFilterSet):
     timezone = TimezoneFilter()
     timeRange = RelativeDateRange("created_at", suffixes=(".from", ".to"))
     action = django_filters.ChoiceFilter(field_name="action", choices=_choices(ACTIONS))

@@ -4,9 +4,10 @@ import django_filters
 
 from billing.models import STATES, Subscription
 from billing.plans import PLAN_CODES
+from helpdesk.api.filtersets import StrictFilterSet
 
 
-class SubscriptionFilterSet(django_filters.FilterSet):
+class SubscriptionFilterSet(StrictFilterSet):
     state = django_filters.ChoiceFilter(choices=[(s, s) for s in STATES])
 
     class Meta:

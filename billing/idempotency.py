@@ -10,6 +10,7 @@ request or by the reconciler, which then writes the response: a retry never re-e
 from __future__ import annotations
 
 import hashlib
+import json
 
 import orjson
 from django.db import IntegrityError, transaction
@@ -29,7 +30,14 @@ TRANSIENT_CODES = {"charge_in_progress", "idempotency_key_in_use", "renewal_due"
 
 def _fingerprint(request) -> str:
     data = request.data if request.data not in (None, "") else {}
-    payload = orjson.dumps([request.method, request.path, data], option=orjson.OPT_SORT_KEYS)
+    try:
+        payload = orjson.dumps([request.method, request.path, data], option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:
+        # orjson refuses integers beyond 64 bits; the standard library writes them (the same body always
+        # takes the same branch, so the fingerprint stays stable). Validation then answers the 400.
+        payload = json.dumps(
+            [request.method, request.path, data], sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        ).encode()
     return hashlib.sha256(payload).hexdigest()
 
 

@@ -254,13 +254,20 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("API_MAX_BODY_BYTES", 2 * 1024 * 1024)
 HELPDESK_REQUIRE_USER_AGENT = env_bool("HELPDESK_REQUIRE_USER_AGENT", True)
 HELPDESK_AUTH_FAILURES_PER_MINUTE = env_int("HELPDESK_AUTH_FAILURES_PER_MINUTE", 10)
 HELPDESK_TOKEN_PREFIX = "hdp_"
+# Nesting of any JSON body (deeper is a 400); free-form fields (customFields, richTextObj) have tighter limits.
+API_MAX_JSON_DEPTH = env_int("API_MAX_JSON_DEPTH", 32)
+# Uploads: a multipart request's declared size (checked before the body is read), files per attachment
+# transaction, and bytes of attachments a license may store (0 = unlimited). Over them: 413.
+UPLOAD_MAX_REQUEST_BYTES = env_int("UPLOAD_MAX_REQUEST_BYTES", 100 * 1024 * 1024)
+UPLOAD_MAX_FILES_PER_TRANSACTION = env_int("UPLOAD_MAX_FILES_PER_TRANSACTION", 50)
+UPLOAD_MAX_LICENSE_BYTES = env_int("UPLOAD_MAX_LICENSE_BYTES", 10 * 1024 * 1024 * 1024)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["helpdesk.api.authentication.TokenBasicAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["helpdesk.api.permissions.RolePermission"],
     "DEFAULT_RENDERER_CLASSES": ["helpdesk.api.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
-    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_PARSER_CLASSES": ["helpdesk.api.json_input.JSONParser"],
+    "DEFAULT_FILTER_BACKENDS": ["helpdesk.api.filtersets.StrictFilterBackend"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "helpdesk.api.errors.exception_handler",
     "UNAUTHENTICATED_USER": None,

@@ -163,6 +163,9 @@ def test_the_license_header_picks_one_of_several_memberships(owner, other_licens
     stranger = LicenseFactory()
     assert owner.client.get("/v1/teams", HTTP_X_LICENSE_ID=str(stranger.pk)).status_code == 403
     assert owner.client.get("/v1/teams", HTTP_X_LICENSE_ID="abc").status_code == 400
+    # only ASCII digits, no more than a bigint holds (both were 500s)
+    assert owner.client.get("/v1/teams", HTTP_X_LICENSE_ID="²").status_code == 400
+    assert owner.client.get("/v1/teams", HTTP_X_LICENSE_ID="9" * 19).status_code == 400
 
 
 def test_the_caller_is_loaded_exactly_as_the_orm_loads_it(owner):

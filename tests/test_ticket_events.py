@@ -406,3 +406,18 @@ def test_a_tickets_history_and_the_purge_use_the_license_led_index(db):
         indexes = connection.introspection.get_constraints(cursor, TicketEvent._meta.db_table)
     assert indexes["event_lic_ticket_created"]["columns"] == ["license_id", "ticket_id", "created_at"]
     assert indexes["event_message"]["columns"] == ["message_id"]
+
+
+def test_a_private_message_by_a_client_author_is_refused(owner):
+    # given
+    ticket_id = _create(owner)["ID"]
+    # when
+    response = owner.client.patch(
+        f"/v1/tickets/{ticket_id}",
+        {"message": {"text": "psst", "isPrivate": True}, "author": {"type": "client"}},
+        format="json",
+    )
+    # then: a 400 naming the field, and nothing was added
+    assert response.status_code == 400
+    assert response.json()["details"] == {"message": {"isPrivate": ["A client's message cannot be private."]}}
+    assert len(owner.client.get(f"/v1/tickets/{ticket_id}").json()["events"]) == 1

@@ -205,6 +205,11 @@ def test_every_filter_alone_and_combined(owner, world, params, expected):
         ("order", "up"),
         ("sortBy", "subject"),
         ("next.value", "not-a-date"),
+        # parameters in a form the search does not read (they used to be ignored: every ticket matched)
+        ("customFields", "EU"),
+        ("teamIDs", "6f1c2a9e-0000-4000-8000-000000000000"),
+        ("assignment[agent]", "none"),
+        ("createdDate[from]", "-1D"),
     ],
 )
 def test_an_invalid_value_is_a_400_naming_the_parameter(owner, param, value):

@@ -22,6 +22,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework.exceptions import ValidationError
 
 from accounts.models import Agent, Team
+from helpdesk.api.filtersets import StrictFilterSet
 from helpdesk.api.forms import shared_fields
 from helpdesk.api.relative_dates import RelativeDateRange, TimezoneFilter
 from tickets import search
@@ -220,7 +221,9 @@ class Linked(Expression):
         return sql + ")", params
 
 
-class TicketFilterSet(django_filters.FilterSet):
+class TicketFilterSet(StrictFilterSet):
+    prefix_params = ("customFields",)  # customFields.<apiKey>=<value>
+    bracket_synonyms = frozenset({"customFields", "assignment"})  # customFields[<apiKey>], assignment[teamID]
     status = ParamFilter(lambda: ChoiceWithDefault(choices=STATUSES, default="open"), field_name="status")
     spam = ParamFilter(BooleanParam, method="filter_nothing")
     silo = ParamFilter(lambda: ChoiceWithDefault(choices=SILOS, default="tickets"), method="filter_silo")

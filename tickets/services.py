@@ -14,18 +14,23 @@ import hashlib
 import secrets
 from datetime import datetime
 
+from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import Sum
 from django.utils import timezone
 
 from accounts.models import Agent, Attachment, AttachmentTransaction, License
 from accounts.services import same_license, stamp_create, stamp_update, transaction_bind
-from helpdesk.api.errors import Conflict, field_error
+from helpdesk.api.errors import Conflict, PayloadTooLarge, field_error
 from helpdesk.api.renderers import iso
 from helpdesk.context import current_actor
 from tickets import counts, search
 from tickets.events import History, acting_agent, acting_author, assignment_side
 from tickets.models import RATINGS, READ_ONLY_SILOS, Message, Tag, Ticket, TicketTeam
 from tickets.signals import message_created
+
+# pg_advisory_xact_lock's first key: the space of the per-license upload locks (the second key is the license).
+_UPLOAD_LOCK_SPACE = 0x41545431
 
 # --- helpers ------------------------------------------------------------------------------------------
 
@@ -314,6 +319,8 @@ def ticket_merge(*, ticket: Ticket, child: Ticket) -> Ticket:
         t.pk: t
         for t in Ticket.objects.select_for_update().filter(pk__in=[ticket.pk, child.pk]).order_by("pk")
     }
+    if len(locked) != 2:  # one was purged since the view read it (the API's error handler answers 404)
+        raise Ticket.DoesNotExist("The ticket no longer exists.")
     ticket, child = locked[ticket.pk], locked[child.pk]
     license = License.objects.get(pk=ticket.license_id)
     for each in (ticket, child):
@@ -438,12 +445,42 @@ def transaction_create(*, license: License) -> AttachmentTransaction:
     return AttachmentTransaction.objects.create(license=license, created_by=account)
 
 
+def _check_upload_quotas(txn: AttachmentTransaction, files) -> None:
+    """Files per transaction and bytes per license (settings.UPLOAD_MAX_*), so one agent cannot fill the disk.
+
+    Uploads of one license are serialized from here to commit (a PostgreSQL advisory lock; SQLite has one
+    writer), so two concurrent uploads cannot both pass the check. Not the license row: ticket writes lock it.
+    """
+    max_files = settings.UPLOAD_MAX_FILES_PER_TRANSACTION
+    if max_files and txn.attachments.count() + len(files) > max_files:
+        raise PayloadTooLarge(
+            f"A transaction holds at most {max_files} files; start a new transaction for more.",
+            code="transaction_file_limit",
+        )
+    max_bytes = settings.UPLOAD_MAX_LICENSE_BYTES
+    if not max_bytes:
+        return
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_advisory_xact_lock(%s, %s)", [_UPLOAD_LOCK_SPACE, txn.license_id % 2**31]
+            )
+    used = Attachment.objects.filter(license_id=txn.license_id).aggregate(total=Sum("size"))["total"] or 0
+    if used + sum(upload.size for upload in files) > max_bytes:
+        raise PayloadTooLarge(
+            f"The license's attachment storage is full ({used} of {max_bytes} bytes used); "
+            "delete old tickets or ask the operator to raise UPLOAD_MAX_LICENSE_BYTES.",
+            code="license_storage_full",
+        )
+
+
 @transaction.atomic
 def attachments_add(*, txn: AttachmentTransaction, files) -> list[Attachment]:
     """Store uploaded files through Django's storage API, with size, type, sha256 and a token."""
     txn = AttachmentTransaction.objects.select_for_update().get(pk=txn.pk)
     if txn.bound_id is not None:
         raise Conflict("This transaction is already used; start a new one.", code="transaction_bound")
+    _check_upload_quotas(txn, files)
     stored = []
     for upload in files:
         digest = hashlib.sha256()

@@ -6,6 +6,7 @@ from accounts.attachments import attachment_url
 from accounts.models import LICENSE_SOURCE_FIELDS, ROLES, STATUS_ACTIVE, STATUS_INVITED, Agent, Team
 from billing.plans import PLAN_CODES
 from helpdesk.api.fields import (
+    JSONArrayField,
     StrictBooleanField,
     StrictCharField,
     StrictEmailField,
@@ -236,7 +237,7 @@ class LicenseUpdateSerializer(StrictSerializer):
 
 class SignatureInputSerializer(StrictSerializer):
     text = StrictCharField(required=False, allow_blank=True, max_length=10000, source="signature_text")
-    richTextObj = StrictListField(child=serializers.JSONField(), required=False, source="signature_rich_text")
+    richTextObj = JSONArrayField(required=False, source="signature_rich_text")
 
 
 class AgentWriteSerializer(StrictSerializer):

@@ -27,6 +27,7 @@ MIN_SCOPE = "accounts--my:ro"
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 FAILURE_WINDOW_SECONDS = 60
 _INVALID = "Invalid credentials."
+MAX_LICENSE_ID = 2**63 - 1  # the primary key is a bigint
 
 
 def hash_token(token: str) -> str:
@@ -65,7 +66,8 @@ def _wanted_license(request) -> int | None:
     wanted = request.META.get("HTTP_X_LICENSE_ID", "").strip()
     if not wanted:
         return None
-    if not wanted.isdigit():
+    # ASCII digits only ("²".isdigit() is true, and int() refuses it), and no more than a bigint holds.
+    if not (wanted.isascii() and wanted.isdigit()) or len(wanted) > 19 or int(wanted) > MAX_LICENSE_ID:
         raise exceptions.ValidationError({"X-License-ID": ["Must be a license ID."]})
     return int(wanted)
 

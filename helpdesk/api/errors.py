@@ -5,7 +5,14 @@ from __future__ import annotations
 import logging
 import sys
 
-from django.core.exceptions import PermissionDenied, RequestDataTooBig
+from django.conf import settings
+from django.core.exceptions import (
+    ObjectDoesNotExist,
+    PermissionDenied,
+    RequestDataTooBig,
+    TooManyFieldsSent,
+    TooManyFilesSent,
+)
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.utils import InterfaceError, OperationalError
 from django.http import Http404, HttpResponse, JsonResponse
@@ -121,6 +128,20 @@ def exception_handler(exc, context):
         exc = exceptions.PermissionDenied()
     elif isinstance(exc, RequestDataTooBig):
         exc = PayloadTooLarge()
+    elif isinstance(exc, TooManyFilesSent):
+        exc = PayloadTooLarge(
+            f"Too many files in one request (at most {settings.DATA_UPLOAD_MAX_NUMBER_FILES}).",
+            code="too_many_files",
+        )
+    elif isinstance(exc, TooManyFieldsSent):
+        exc = PayloadTooLarge(
+            f"Too many fields in one request (at most {settings.DATA_UPLOAD_MAX_NUMBER_FIELDS}).",
+            code="too_many_fields",
+        )
+    elif isinstance(exc, ObjectDoesNotExist):
+        # A row the view found and a service then locks can vanish in between (the purge deletes it): the
+        # resource is gone, whichever model's DoesNotExist says so.
+        exc = exceptions.NotFound()
     elif isinstance(exc, DjangoValidationError):
         details = exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}
         exc = exceptions.ValidationError(details)

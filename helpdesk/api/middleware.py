@@ -1,4 +1,4 @@
-"""Per-request set-up for the API: the actor context (IP, User-Agent) and the User-Agent rule."""
+"""Per-request set-up for the API: the actor context (IP, User-Agent), the User-Agent rule and the body size limit."""
 
 from django.conf import settings
 
@@ -11,6 +11,13 @@ _SUMMARIES = {400: "Bad request.", 403: "Forbidden.", 404: "Not found.", 500: "I
 def client_ip(request) -> str:
     # Behind a proxy, configure it to set REMOTE_ADDR (or use a trusted-proxy middleware).
     return request.META.get("REMOTE_ADDR", "")
+
+
+def _declared_length(request) -> int:
+    try:
+        return int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return 0  # Django reads such a body as empty
 
 
 class ApiRequestMiddleware:
@@ -27,6 +34,15 @@ class ApiRequestMiddleware:
             and request.path not in ("/v1/docs", "/v1/docs/")
         ):
             return json_error(400, "A User-Agent header is required.", "user_agent_required")
+        if is_api and _declared_length(request) > settings.UPLOAD_MAX_REQUEST_BYTES:
+            # Refused before anything reads the body: an upload is otherwise spooled to disk in full first.
+            limit = settings.UPLOAD_MAX_REQUEST_BYTES
+            return json_error(
+                413,
+                f"The request body is larger than the limit of {limit} bytes.",
+                "payload_too_large",
+                {"Content-Length": [f"At most {limit} bytes."]},
+            )
         token = set_actor(Actor(type=HELPDESK_SYSTEM, ip=client_ip(request), user_agent=user_agent[:512]))
         try:
             response = self.get_response(request)

@@ -145,6 +145,9 @@ class KeysetPagination(BasePagination):
     default_order = "desc"
     default_page_size = 20
     max_page_size = 100
+    query_param_names = frozenset(
+        PAGINATION_PARAMS
+    )  # allowed next to a FilterSet's (helpdesk.api.filtersets)
 
     def __init__(self, *, sort_fields=None, default_sort=None, default_order=None):
         if sort_fields is not None:

@@ -1,4 +1,5 @@
-"""Base serializers: unknown body fields are a 400 naming them (no silent ignore, no mass assignment)."""
+"""Base serializers: unknown body fields are a 400 naming them (no silent ignore, no mass assignment), and
+`null` for an optional field is read as the client means it (not given, or cleared where the field allows null)."""
 
 from rest_framework import serializers
 
@@ -15,6 +16,17 @@ class StrictSerializer(serializers.Serializer):
         unknown = sorted(set(data) - writable)
         if unknown:
             raise serializers.ValidationError({name: ["Unknown field."] for name in unknown})
+        # Client libraries send `null` for options they leave unset: for an optional field that has no meaning
+        # for null it is "not given". Fields declared allow_null keep it (it clears: jobTitle, an assignment's
+        # agent); a required field's null stays an error.
+        fields = self.fields
+        unset = [
+            name
+            for name, value in data.items()
+            if value is None and not fields[name].required and not fields[name].allow_null
+        ]
+        if unset:
+            data = {name: value for name, value in data.items() if name not in unset}
         return super().to_internal_value(data)
 
 

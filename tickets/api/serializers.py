@@ -13,6 +13,7 @@ from rest_framework import serializers
 from accounts.api.serializers import AttachmentOutputSerializer, LicensedPrimaryKeyField
 from accounts.models import Agent, Team
 from helpdesk.api.fields import (
+    JSONObjectField,
     StrictBooleanField,
     StrictCharField,
     StrictEmailField,
@@ -182,10 +183,11 @@ class AuthorSerializer(StrictSerializer):
     }
 )
 class RefField(serializers.Field):
-    """`{"ID": "<uuid>"}` naming an object of the caller's license, or null."""
+    """`{"ID": "<uuid>"}` naming an object of the caller's license; null or `{"ID": null}` clears it."""
 
+    # DRF's fail() runs these through str.format: literal braces are doubled.
     default_error_messages = {
-        "invalid": 'Expected an object {"ID": "<uuid>"} or null.',
+        "invalid": 'Expected an object {{"ID": "<uuid>"}} or null.',
         "does_not_exist": "'{pk}' does not exist in this license.",
     }
 
@@ -194,7 +196,11 @@ class RefField(serializers.Field):
         super().__init__(allow_null=True, required=False, **kwargs)
 
     def to_internal_value(self, data):
-        if not isinstance(data, dict) or set(data) != {"ID"} or not isinstance(data["ID"], str):
+        if not isinstance(data, dict) or set(data) != {"ID"}:
+            self.fail("invalid")
+        if data["ID"] is None:
+            return None
+        if not isinstance(data["ID"], str):
             self.fail("invalid")
         try:
             return self.queryset.for_license(self.context["request"].license).get(pk=data["ID"])
@@ -263,7 +269,7 @@ class TicketWriteSerializer(StrictSerializer):
     assignment = AssignmentSerializer(required=False)
     tagIDs = LicensedIDsField(Tag.objects, source="tags", required=False)
     followers = LicensedIDsField(Agent.objects, required=False)
-    customFields = serializers.DictField(source="custom_fields", required=False)
+    customFields = JSONObjectField(source="custom_fields", required=False)
     message = MessageInputSerializer(required=False)
     author = AuthorSerializer(required=False)
     transactionID = StrictUUIDField(source="transaction_id", required=False)
@@ -272,6 +278,11 @@ class TicketWriteSerializer(StrictSerializer):
         author = attrs.pop("author", None)
         if author is not None:
             attrs["author_type"] = author["type"]
+            if author["type"] == "client" and (attrs.get("message") or {}).get("isPrivate"):
+                # a private note is the team's; the customer's own words are never hidden from them
+                raise serializers.ValidationError(
+                    {"message": {"isPrivate": ["A client's message cannot be private."]}}
+                )
         return attrs
 
 

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django_filters.rest_framework import DjangoFilterBackend
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
@@ -14,6 +13,7 @@ from rest_framework.response import Response
 from accounts.api.serializers import AttachmentOutputSerializer
 from accounts.models import AttachmentTransaction
 from helpdesk.api.errors import PayloadTooLarge
+from helpdesk.api.filtersets import StrictFilterBackend
 from helpdesk.api.pagination import KeysetPagination
 from helpdesk.api.permissions import WRITERS
 from helpdesk.api.tenancy import LicenseScopedViewSet
@@ -32,6 +32,20 @@ from tickets.models import Tag, Ticket
 from tickets.output import ticket_document, ticket_page
 
 DEFAULT_MAX_ATTACHMENT_BYTES = 25 * 1024 * 1024
+# What the filter really reads: one parameter per custom field, not a string named `customFields`.
+CUSTOM_FIELDS_PARAMETER = OpenApiParameter(
+    "customFields",
+    type={"type": "object", "additionalProperties": {"type": "string"}},
+    location=OpenApiParameter.QUERY,
+    style="deepObject",
+    explode=True,
+    required=False,
+    description=(
+        "Custom field values, all required to match: `customFields.<apiKey>=<value>` "
+        "(e.g. `customFields.region=EU`), or the deepObject form `customFields[<apiKey>]=<value>`. "
+        "`customFields=<value>` alone is a 400."
+    ),
+)
 
 
 class TicketPagination(KeysetPagination):
@@ -52,8 +66,8 @@ class TicketPagination(KeysetPagination):
         )
 
 
-class TicketFilterBackend(DjangoFilterBackend):
-    """DjangoFilterBackend that leaves its FilterSet on the view, for the check that needs the total."""
+class TicketFilterBackend(StrictFilterBackend):
+    """StrictFilterBackend that leaves its FilterSet on the view, for the check that needs the total."""
 
     def get_filterset(self, request, queryset, view):
         view.filterset = super().get_filterset(request, queryset, view)
@@ -78,7 +92,7 @@ class TicketViewSet(LicenseScopedViewSet):
     def _one(self, ticket_id):
         return ticket_document(self.get_queryset(), ticket_id, license_id=self.request.license.pk)
 
-    @extend_schema(responses={200: TicketDocSerializer(many=True)})
+    @extend_schema(responses={200: TicketDocSerializer(many=True)}, parameters=[CUSTOM_FIELDS_PARAMETER])
     def list(self, request):
         queryset = self.filter_queryset(self.get_queryset())
         # Count the filtered rows alone (an index-only scan, not the page's joins), or a team inbox's links.
