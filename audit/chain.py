@@ -149,23 +149,37 @@ def verify(license_id: int, published: list[dict] | None = None) -> ChainReport:
 
 
 def _published_cuts(published: list[dict], purges: list[AuditPurge], anchor_seq: int) -> str:
-    """A published anchor that no purge records, or a published head cut by a purge that could not cut it."""
+    """A purge that could not have been a retention purge, a published anchor that no purge recorded, or a
+    published entry (a head, an oldest kept entry) cut by a purge whose cutoff was not after it."""
+    now = timezone.now()
+    for purge in purges:
+        allowed = purge.purged_at - datetime.timedelta(days=purge.retention_days)
+        if (
+            purge.cutoff > allowed
+            or purge.purged_at > now + datetime.timedelta(minutes=10)
+            or (purge.retention_days < settings.AUDIT_RETENTION_DAYS)
+        ):
+            return (f"the retention purge through seq {purge.through_seq} (cutoff {purge.cutoff.isoformat()}, "
+                    f"{purge.retention_days} days, at {purge.purged_at.isoformat()}) is not one the retention "
+                    f"of {settings.AUDIT_RETENTION_DAYS} days allows")  # fmt: skip
     through = {purge.through_seq: purge for purge in purges}
     for record in published:
         anchor = record.get("anchorSeq", 0)
         if anchor and (anchor not in through or through[anchor].through_hash != record.get("anchorHash")):
             return (f"the digest published at {record['publishedAt']} anchors the chain at seq {anchor}, which "
                     "no retention purge recorded (entries were cut at the oldest end)")  # fmt: skip
-        if record["seq"] > anchor_seq:
-            continue
-        # Purged since: by the first purge that reached it, which must have been entitled to.
-        purge = next(purge for purge in purges if purge.through_seq >= record["seq"])
-        created_at = datetime.datetime.fromisoformat(record["createdAt"]) if record.get("createdAt") else None
-        if created_at is None or created_at >= purge.cutoff:
-            return (f"the head published at {record['publishedAt']} (seq {record['seq']}, created "
-                    f"{record.get('createdAt')}) was cut by the purge through seq {purge.through_seq}, whose "
-                    f"cutoff {purge.cutoff.isoformat()} is not after it (entries were cut at the oldest "
-                    "end)")  # fmt: skip
+        known = [(record["seq"], record.get("createdAt"))]
+        if anchor + 1 <= record["seq"]:
+            known.append((anchor + 1, record.get("firstCreatedAt")))
+        for seq, created in known:
+            if seq > anchor_seq:
+                continue
+            # Purged since: by the first purge that reached it, which must have been entitled to.
+            purge = next(purge for purge in purges if purge.through_seq >= seq)
+            if created is None or datetime.datetime.fromisoformat(created) >= purge.cutoff:
+                return (f"entry seq {seq} (created {created}, published at {record['publishedAt']}) was cut by "
+                        f"the purge through seq {purge.through_seq}, whose cutoff {purge.cutoff.isoformat()} is "
+                        "not after it (entries were cut at the oldest end)")  # fmt: skip
     return ""
 
 

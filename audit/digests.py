@@ -3,7 +3,8 @@
 A chain proves its entries complete between its anchor and its head, but someone who can delete rows and
 rewrite the head (a database superuser, a restored older backup) can cut the newest entries, or the oldest
 ones and move the anchor, and the shorter chain still verifies. So, as CloudTrail's digest files do, a beat
-task appends each license's head (seq, hash, the head entry's time) and anchor to
+task appends each license's head (seq, hash, the head entry's time) and anchor (and the time of the oldest
+kept entry) to
 `AUDIT_DIGEST_DIR/license-<id>.jsonl`, signed with AUDIT_HASH_KEY, and logs the same JSON line (logger
 `audit.digest`). `verify_audit_chain` then requires every published head to be still in the chain (or cut by
 a recorded retention purge whose cutoff is after it) and every published anchor to be a recorded purge.
@@ -46,9 +47,13 @@ def signature(record: dict) -> str:
 def publish() -> int:
     """Append one signed line per license whose head or anchor moved since its last line; return how many."""
     head_entry = AuditEntry.objects.filter(license_id=OuterRef("license_id"), seq=OuterRef("seq"))
+    first_entry = AuditEntry.objects.filter(license_id=OuterRef("license_id"), seq=OuterRef("anchor_seq") + 1)
     heads = (
         AuditChainHead.objects.filter(seq__gt=0)
-        .annotate(head_created_at=Subquery(head_entry.values("created_at")[:1]))
+        .annotate(
+            head_created_at=Subquery(head_entry.values("created_at")[:1]),
+            first_created_at=Subquery(first_entry.values("created_at")[:1]),
+        )
         .order_by("license_id")
     )
     directory().mkdir(parents=True, exist_ok=True)
@@ -59,9 +64,11 @@ def publish() -> int:
             "licenseID": head.license_id,
             "seq": head.seq,
             "hash": head.hash,
-            "createdAt": head.head_created_at.isoformat(timespec="microseconds") if head.head_created_at else None,
+            "createdAt": _iso(head.head_created_at),
             "anchorSeq": head.anchor_seq,
             "anchorHash": head.anchor_hash,
+            # The oldest kept entry's time: a later purge may cut it only with a cutoff after it.
+            "firstCreatedAt": _iso(head.first_created_at),
         }
         last = _last_record(path_of(head.license_id))
         if last and all(last.get(key) == value for key, value in record.items()):
@@ -76,6 +83,10 @@ def publish() -> int:
         logger.info("audit digest %s", line)
         written += 1
     return written
+
+
+def _iso(moment) -> str | None:
+    return moment.isoformat(timespec="microseconds") if moment else None
 
 
 def _last_record(path: Path) -> dict | None:
@@ -111,7 +122,9 @@ def load(license_id: int) -> tuple[list[dict], list[str]]:
             problems.append(f"{path} line {number}: not a digest record")
             continue
         if not valid or record.get("licenseID") != license_id:
-            problems.append(f"{path} line {number}: its signature does not match (the digest file was edited)")
+            problems.append(
+                f"{path} line {number}: its signature does not match (the digest file was edited)"
+            )
             continue
         records.append(record)
     return records, problems

@@ -94,7 +94,10 @@ def let_the_test_flush_empty_the_audit_log():
             return statements
         if self.connection.vendor == "postgresql":
             return ["SET LOCAL session_replication_role = replica", *statements]
-        drop = ["DROP TRIGGER IF EXISTS audit_entry_no_delete", "DROP TRIGGER IF EXISTS audit_purge_no_delete"]
+        drop = [
+            "DROP TRIGGER IF EXISTS audit_entry_no_delete",
+            "DROP TRIGGER IF EXISTS audit_purge_no_delete",
+        ]
         return [*drop, *statements, *_TRIGGERS.SQLITE_NO_DELETE]
 
     operations.sql_flush = sql_flush

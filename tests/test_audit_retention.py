@@ -38,14 +38,20 @@ def test_entries_are_kept_forever_by_default(old_license, settings):
     assert not AuditPurge.objects.exists()
 
 
-def test_entries_older_than_the_retention_period_are_purged_and_the_rest_still_verifies(old_license, settings):
+def test_entries_older_than_the_retention_period_are_purged_and_the_rest_still_verifies(
+    old_license, settings
+):
     # given entries from long ago (the license's own) and recent ones
     settings.AUDIT_RETENTION_DAYS = 30
-    old = list(AuditEntry.objects.filter(license=old_license).order_by("seq").values_list("id", "seq", "hash"))
+    old = list(
+        AuditEntry.objects.filter(license=old_license).order_by("seq").values_list("id", "seq", "hash")
+    )
     with time_machine.travel(YESTERDAY, tick=False):
         services.team_create(license=old_license, name="Recent")
         services.team_create(license=old_license, name="Recent too")
-    recent = set(AuditEntry.objects.filter(license=old_license).values_list("id", flat=True)) - {o[0] for o in old}
+    recent = set(AuditEntry.objects.filter(license=old_license).values_list("id", flat=True)) - {
+        o[0] for o in old
+    }
     # when, in small batches
     purged = audit_entries_purge(batch_size=2)
     # then

@@ -29,7 +29,11 @@ class Command(BaseCommand):
             report = chain.verify(license_id, published)
             problem = problems[0] if problems else report.problem
             if not problem:
-                after = f"; starts at seq {report.anchor_seq + 1} after retention purges" if report.anchor_seq else ""
+                after = (
+                    f"; starts at seq {report.anchor_seq + 1} after retention purges"
+                    if report.anchor_seq
+                    else ""
+                )
                 self.stdout.write(
                     f"license {license_id}: OK ({report.entries} entries){after}; "
                     f"{report.digests} published digest(s) hold"
