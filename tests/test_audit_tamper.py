@@ -240,3 +240,44 @@ def test_a_license_whose_whole_chain_vanished_is_caught_by_its_digests(chained, 
     with pytest.raises(CommandError):
         call_command("verify_audit_chain")
     assert f"license {chained.pk}: BROKEN at the chain ends at seq 0" in capsys.readouterr().err
+
+
+@pytest.mark.postgres
+def test_in_a_two_role_deployment_the_application_role_cannot_delete_but_the_purge_still_works(
+    chained, settings
+):
+    # given an application role with the privileges `audit_db_grants` gives it (created in this test's
+    # transaction, so it vanishes with it; named after the test database, as roles are per server)
+    settings.AUDIT_RETENTION_DAYS = 30
+    role = f"{connection.settings_dict['NAME']}_app"
+    with connection.cursor() as cursor:
+        cursor.execute(f'CREATE ROLE "{role}" NOLOGIN')
+    call_command("audit_db_grants", "--app-role", role, "--execute")
+    with connection.cursor() as cursor:
+        cursor.execute(f'SET LOCAL ROLE "{role}"')
+    # when the application role tries, then the database refuses it the right itself
+    for statement in [
+        "DELETE FROM audit_auditentry",
+        "TRUNCATE audit_auditentry",
+        "UPDATE audit_auditpurge SET deleted = 0",
+    ]:
+        with (
+            pytest.raises(DatabaseError, match="permission denied"),
+            transaction.atomic(),
+            connection.cursor() as cursor,
+        ):
+            cursor.execute(statement)
+    with (
+        pytest.raises(DatabaseError, match="must be owner"),
+        transaction.atomic(),
+        connection.cursor() as cursor,
+    ):
+        cursor.execute("ALTER TABLE audit_auditentry DISABLE TRIGGER USER")
+    # and the retention purge, run as the application role, still deletes what it may
+    purged = audit_entries_purge()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_user")
+        assert cursor.fetchone()[0] == role
+        cursor.execute("RESET ROLE")
+    assert purged > 0
+    assert chain.verify(chained.pk).ok
