@@ -8,6 +8,7 @@ import logging
 
 import pytest
 import time_machine
+from django.conf import settings as django_settings
 from django.core.management import CommandError, call_command
 from django.db import DatabaseError, connection, transaction
 
@@ -15,6 +16,7 @@ from accounts import services
 from audit import chain, digests
 from audit.models import AuditChainHead, AuditEntry, AuditPurge
 from audit.services import audit_entries_purge
+from audit.tasks import publish_audit_digests
 from tests.audit_helpers import audit_triggers_disabled
 from tests.factories import LicenseFactory
 
@@ -281,3 +283,16 @@ def test_in_a_two_role_deployment_the_application_role_cannot_delete_but_the_pur
         cursor.execute("RESET ROLE")
     assert purged > 0
     assert chain.verify(chained.pk).ok
+
+
+def test_beat_publishes_the_digests_every_interval(chained):
+    # given the schedule beat runs
+    entry = django_settings.CELERY_BEAT_SCHEDULE["publish-audit-digests"]
+    assert entry["task"] == "audit.tasks.publish_audit_digests"
+    assert entry["schedule"] == float(django_settings.AUDIT_DIGEST_INTERVAL_SECONDS) == 3600.0
+    # when the task runs
+    published = publish_audit_digests()
+    # then the license's head is in its digest file
+    assert published >= 1
+    record = json.loads(digests.path_of(chained.pk).read_text().splitlines()[-1])
+    assert record["seq"] == AuditChainHead.objects.get(pk=chained.pk).seq
