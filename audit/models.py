@@ -6,7 +6,8 @@ the license's ID and stay verifiable. Nothing in the application updates or dele
 its queryset refuse, and the database's triggers (migration 0003, on PostgreSQL and SQLite) refuse UPDATE, TRUNCATE
 and any DELETE but the retention purge's: inserting an `AuditPurge` record, whose trigger deletes the entries it
 covers. So every cut at the oldest end is recorded; `verify_audit_chain` checks the chains against the records
-and against the chain heads published outside the database (`audit/digests.py`).
+and against the chain heads published outside the database (`audit/digests.py`). (On SQLite, a migration that
+rebuilds one of these tables drops its triggers: such a migration must create them again.)
 """
 
 import uuid

@@ -3,6 +3,7 @@ or rewrite entries (only a recorded retention purge removes them), and a chain c
 the database cannot stop (a superuser, who turns the triggers off) is caught against the published digests."""
 
 import datetime
+import importlib
 import json
 import logging
 
@@ -20,6 +21,7 @@ from audit.tasks import publish_audit_digests
 from tests.audit_helpers import audit_triggers_disabled
 from tests.factories import LicenseFactory
 
+TRIGGERS = importlib.import_module("audit.migrations.0003_purge_records_and_triggers")
 LONG_AGO = datetime.datetime.now(datetime.UTC) - datetime.timedelta(days=400)
 
 REFUSED = {
@@ -296,3 +298,22 @@ def test_beat_publishes_the_digests_every_interval(chained):
     assert published >= 1
     record = json.loads(digests.path_of(chained.pk).read_text().splitlines()[-1])
     assert record["seq"] == AuditChainHead.objects.get(pk=chained.pk).seq
+
+
+def test_every_migration_leaves_the_audit_triggers_in_place(db):
+    # SQLite drops a table's triggers when a migration rebuilds it: a later migration of audit_auditentry must
+    # create them again (0003's SQLITE_FORWARD).
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                "SELECT tgname FROM pg_trigger WHERE NOT tgisinternal AND tgenabled = 'O' "
+                "AND tgrelid::regclass::text IN ('audit_auditentry', 'audit_auditpurge')"
+            )
+            expected = {
+                "audit_entry_append_only", "audit_entry_no_truncate", "audit_purge_append_only",
+                "audit_purge_no_truncate", "audit_purge_check", "audit_purge_apply",
+            }  # fmt: skip
+        else:
+            cursor.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")
+            expected = set(TRIGGERS.SQLITE_TRIGGERS)
+        assert expected <= {name for (name,) in cursor.fetchall()}
