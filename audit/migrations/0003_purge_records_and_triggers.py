@@ -6,12 +6,16 @@
   > 1, which plain SQL cannot fake, and only if a purge record covers the entry and its cutoff is after it);
 - that insert is checked (the cut ends at a real entry, everything cut is older than the cutoff, the cutoff is
   `retention_days` before the database's clock, purges only move forward), then deletes and moves the anchor.
+Purges made before (an anchor in a chain head) are recorded first, so that their chains still verify.
 On PostgreSQL the deleting function is SECURITY DEFINER, so in a two-role deployment (docs/operations.md) the
 application role needs no DELETE privilege on the table at all. SQLite has no roles: its triggers refuse the
 same statements, but whoever can write the file can drop them.
 """
 
+import datetime
+
 import django.utils.timezone
+from django.conf import settings
 from django.db import migrations, models
 
 POSTGRES_FORWARD = """
@@ -152,7 +156,32 @@ SQLITE_TRIGGERS = [
 ]  # fmt: skip
 
 
+def record_earlier_purges(apps, schema_editor):
+    """Purges made before this migration moved a chain head's anchor without a record: record them (their
+    exact cutoff is unknown; before the oldest kept entry and at least the retention ago both hold)."""
+    head_model = apps.get_model("audit", "AuditChainHead")
+    entry_model = apps.get_model("audit", "AuditEntry")
+    purge_model = apps.get_model("audit", "AuditPurge")
+    now = django.utils.timezone.now()
+    days = max(settings.AUDIT_RETENTION_DAYS, 1)
+    for head in head_model.objects.using(schema_editor.connection.alias).filter(anchor_seq__gt=0):
+        entries = entry_model.objects.using(schema_editor.connection.alias)
+        oldest = entries.filter(license_id=head.license_id).order_by("seq").first()
+        cutoff = now - datetime.timedelta(days=days)
+        if oldest is not None:
+            cutoff = min(cutoff, oldest.created_at)
+        purge_model.objects.using(schema_editor.connection.alias).create(
+            license_id=head.license_id,
+            through_seq=head.anchor_seq,
+            through_hash=head.anchor_hash,
+            cutoff=cutoff,
+            retention_days=days,
+            purged_at=now,
+        )
+
+
 def forward(apps, schema_editor):
+    record_earlier_purges(apps, schema_editor)
     if schema_editor.connection.vendor == "postgresql":
         schema_editor.execute(POSTGRES_FORWARD)
     elif schema_editor.connection.vendor == "sqlite":
