@@ -3,6 +3,7 @@
 - registry.py / registrations.py: which models are audited (one `register()` line each).
 - capture.py: signal receivers; one entry per changed object, written before the outermost atomic commits.
 - chain.py: the per-license hash chain (append under a row lock; verify), `verify_audit_chain` command.
-- models.py: append-only `AuditEntry` (and a PostgreSQL trigger), `AuditChainHead`.
+- models.py: append-only `AuditEntry`, `AuditChainHead`, `AuditPurge` (the only way to delete entries; database
+  triggers of migration 0003 enforce it). digests.py: chain heads published outside the database.
 - api/, filters.py: `GET /v1/auditLog` for owners. services.py/tasks.py: retention (default: forever).
 """

@@ -3,7 +3,11 @@
 Entries outlive what they describe. `license` is a foreign key without a database constraint and with
 DO_NOTHING, so deleting a license (or any audited object) never cascades into its history: the entries keep
 the license's ID and stay verifiable. Nothing in the application updates or deletes an entry: the model and
-its queryset refuse, and on PostgreSQL a trigger (migration 0002) refuses UPDATE and DELETE on the table.
+its queryset refuse, and the database's triggers (migration 0003, on PostgreSQL and SQLite) refuse UPDATE, TRUNCATE
+and any DELETE but the retention purge's: inserting an `AuditPurge` record, whose trigger deletes the entries it
+covers. So every cut at the oldest end is recorded; `verify_audit_chain` checks the chains against the records
+and against the chain heads published outside the database (`audit/digests.py`). (On SQLite, a migration that
+rebuilds one of these tables drops its triggers: such a migration must create them again.)
 """
 
 import uuid
@@ -106,3 +110,28 @@ class AuditChainHead(models.Model):
 
     def __str__(self):
         return f"audit chain of license {self.license_id} at {self.seq}"
+
+
+class AuditPurge(models.Model):
+    """One retention purge of one license's chain: the entries up to `through_seq` (all created before
+    `cutoff`) were deleted, and the chain now starts after `through_seq`/`through_hash` (its anchor).
+
+    Inserting this row is the only way to delete entries: the database trigger checks the cut (the entries
+    are older than the cutoff, the cutoff is older than `retention_days` before the database's clock), deletes
+    them and moves the chain head's anchor. The records themselves are append-only."""
+
+    license_id = models.BigIntegerField()
+    through_seq = models.PositiveBigIntegerField()
+    through_hash = models.CharField(max_length=64)
+    cutoff = models.DateTimeField()
+    retention_days = models.PositiveIntegerField()
+    purged_at = models.DateTimeField(default=timezone.now)
+    deleted = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint("license_id", "through_seq", name="audit_purge_unique_per_license_seq")
+        ]
+
+    def __str__(self):
+        return f"purge of license {self.license_id} through seq {self.through_seq}"

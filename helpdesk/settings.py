@@ -248,6 +248,17 @@ CELERY_BEAT_SCHEDULE["purge-expired-audit-entries"] = {
     "task": "audit.tasks.purge_expired_audit_entries",
     "schedule": crontab(hour=3, minute=30),
 }
+# Every AUDIT_DIGEST_INTERVAL_SECONDS (0: never): each license's chain head, signed, appended to
+# AUDIT_DIGEST_DIR/license-<id>.jsonl and logged, so that verify_audit_chain notices a chain cut at either end.
+# Point AUDIT_DIGEST_DIR at storage outside the database host (a mounted bucket).
+AUDIT_DIGEST_DIR = Path(env_str("AUDIT_DIGEST_DIR", str(VAR_DIR / "audit-digests")))
+AUDIT_DIGEST_INTERVAL_SECONDS = env_int("AUDIT_DIGEST_INTERVAL_SECONDS", 3600)
+if AUDIT_DIGEST_INTERVAL_SECONDS > 0:
+    CELERY_BEAT_SCHEDULE["publish-audit-digests"] = {
+        "task": "audit.tasks.publish_audit_digests",
+        "schedule": float(AUDIT_DIGEST_INTERVAL_SECONDS),
+        "options": {"expires": AUDIT_DIGEST_INTERVAL_SECONDS},
+    }
 
 # --- The API.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("API_MAX_BODY_BYTES", 2 * 1024 * 1024)

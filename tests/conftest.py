@@ -11,7 +11,10 @@ from rest_framework.test import APIClient
 from accounts import services
 from accounts.models import ROLE_NORMAL, ROLE_VIEWER
 from helpdesk.context import SYSTEM, reset_actor, set_actor
+from tests.audit_helpers import let_the_test_flush_empty_the_audit_log
 from tests.factories import AgentFactory, LicenseFactory
+
+let_the_test_flush_empty_the_audit_log()
 
 BACKENDS = set(filter(None, os.environ.get("HELPDESK_TEST_BACKENDS", "").split(",")))
 
@@ -30,6 +33,12 @@ def pytest_collection_modifyitems(config, items):
 def _clean_cache():
     cache.clear()
     yield
+
+
+@pytest.fixture(autouse=True)
+def _audit_digests_of_this_test(settings, tmp_path):
+    """Each test publishes audit digests into its own folder: license IDs repeat across runs."""
+    settings.AUDIT_DIGEST_DIR = tmp_path / "audit-digests"
 
 
 @pytest.fixture(autouse=True)

@@ -11,6 +11,7 @@ from accounts import services
 from accounts.models import Team
 from audit import chain
 from audit.models import AppendOnly, AuditEntry
+from tests.audit_helpers import audit_triggers_disabled
 from tests.factories import LicenseFactory, TeamFactory
 
 
@@ -27,12 +28,8 @@ def entries_of(license):
 
 
 def tamper(sql, params=()):
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute("ALTER TABLE audit_auditentry DISABLE TRIGGER audit_entry_append_only")
+    with audit_triggers_disabled(), connection.cursor() as cursor:
         cursor.execute(sql, params)
-        if connection.vendor == "postgresql":
-            cursor.execute("ALTER TABLE audit_auditentry ENABLE TRIGGER audit_entry_append_only")
 
 
 def verify(license, capsys):
