@@ -10,11 +10,9 @@ Payloads are built only when a webhook wants them.
 
 from __future__ import annotations
 
-import json
-
-from django.core.serializers.json import DjangoJSONEncoder
 from django.utils import timezone
 
+from helpdesk.api.renderers import dumps
 from tickets.webhooks.delivery import enqueue_on_commit
 from tickets.webhooks.models import Webhook, WebhookDelivery
 
@@ -29,12 +27,10 @@ def _hooks(license_id, prefix: str) -> dict[str, list[Webhook]]:
 
 
 def _write(webhooks: list[Webhook], event_type: str, payload: dict, created_at=None) -> None:
-    body = json.dumps(
-        {"eventType": event_type, "createdAt": created_at or timezone.now(), "payload": payload},
-        cls=DjangoJSONEncoder,
-        separators=(",", ":"),
-        ensure_ascii=False,
-    )
+    # The API's own JSON (timestamps in the contract's form; the ticket document may hold pre-rendered parts).
+    body = dumps(
+        {"eventType": event_type, "createdAt": created_at or timezone.now(), "payload": payload}
+    ).decode()
     rows = WebhookDelivery.objects.bulk_create(
         WebhookDelivery(license_id=webhook.license_id, webhook=webhook, event_type=event_type, body=body)
         for webhook in webhooks
