@@ -23,17 +23,9 @@ def public_dns(monkeypatch):
     real = socket.getaddrinfo
 
     def fake(host, port, *args, **kwargs):
-        try:
-            return (
-                real(host, port, *args, **kwargs)
-                if host[0].isdigit() or ":" in host
-                else _answer(PUBLIC, port)
-            )
-        except socket.gaierror:
-            raise
-
-    def _answer(ip, port):
-        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (ip, port or 0))]
+        if host[0].isdigit() or ":" in host:
+            return real(host, port, *args, **kwargs)
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (PUBLIC, port or 0))]
 
     monkeypatch.setattr(socket, "getaddrinfo", fake)
 

@@ -57,6 +57,11 @@ def enqueue_on_commit(delivery_id) -> None:
     transaction.on_commit(lambda: enqueue(delivery_id))
 
 
+def _host_header(target: guard.Target) -> str:
+    host = f"[{target.host}]" if ":" in target.host else target.host  # an IPv6 literal
+    return host if target.port == guard.SCHEMES[target.scheme] else f"{host}:{target.port}"
+
+
 def _post(delivery: WebhookDelivery, webhook: Webhook) -> tuple[int | None, str, str]:
     """One POST: (response code or None, first KB of the response, error)."""
     target = guard.resolve(webhook.url)  # raises UnsafeURL
@@ -68,9 +73,7 @@ def _post(delivery: WebhookDelivery, webhook: Webhook) -> tuple[int | None, str,
         "X-Webhook-Timestamp": timestamp,
         "X-Webhook-Signature": signature(webhook.secret, timestamp, delivery.body),
         # The URL's own host: the connection goes to the checked address (below), the server sees its name.
-        "Host": target.host
-        if target.port == guard.SCHEMES[target.scheme]
-        else f"{target.host}:{target.port}",
+        "Host": _host_header(target),
     }
     url = httpx.URL(webhook.url).copy_with(host=target.ip)
     # No proxies from the environment (they would resolve the name again) and no redirects (a 3xx could point
@@ -221,8 +224,18 @@ def redeliver(*, delivery: WebhookDelivery) -> WebhookDelivery:
     return copy
 
 
+RETENTION = timedelta(days=30)
+
+
 def sweep() -> int:
-    """Queue the pending deliveries that are due (oldest first, a bounded batch per run)."""
+    """Queue the pending deliveries that are due (oldest first, a bounded batch per run); forget finished
+    deliveries after RETENTION (a bounded batch per run too)."""
+    old = WebhookDelivery.objects.filter(created_at__lt=timezone.now() - RETENTION).exclude(
+        status=WebhookDelivery.PENDING
+    )
+    stale = list(old.order_by("created_at").values_list("pk", flat=True)[:SWEEP_BATCH])
+    if stale:
+        WebhookDelivery.objects.filter(pk__in=stale).delete()
     due = list(
         WebhookDelivery.objects.filter(status=WebhookDelivery.PENDING, next_attempt_at__lte=timezone.now())
         .order_by("next_attempt_at")

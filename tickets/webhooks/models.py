@@ -72,6 +72,7 @@ class WebhookDelivery(LicenseOwned):
     class Meta:
         indexes = [
             models.Index(fields=["webhook", "-created_at"], name="webhook_delivery_newest"),
+            models.Index(fields=["created_at"], name="webhook_delivery_created"),  # retention (sweeper)
             # The sweeper's scan: pending rows by due time.
             models.Index(
                 fields=["next_attempt_at"], name="webhook_delivery_due", condition=models.Q(status="pending")
