@@ -25,6 +25,7 @@ import uuid
 
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.models.signals import m2m_changed, post_delete, post_save, pre_delete, pre_save
+from django.dispatch import Signal
 
 from audit.models import ACTION_CREATE, ACTION_DELETE, ACTION_UPDATE, AuditEntry
 from audit.registry import M2M_INDEX, REDACTED, REGISTRY, Audited
@@ -84,6 +85,21 @@ def _load(audited: Audited, pks, *, prefetch: bool = False, lock: bool = False) 
     if prefetch and audited.m2m:
         queryset = queryset.prefetch_related(*audited.m2m)
     return {obj.pk: obj for obj in queryset}
+
+
+# Sent with the changes of a transaction just after their entries are written, still inside it (webhooks write
+# their outbox rows here, so they commit or roll back with the change). `changes`: a list of `Change`.
+changes_recorded = Signal()
+
+
+@dataclasses.dataclass(frozen=True)
+class Change:
+    model: type
+    pk: object
+    action: str  # create, update, delete
+    obj: object  # the object as it is now (None after a delete)
+    before: dict  # its audited fields and relations before (API names; empty for a create)
+    license_id: int | None
 
 
 @dataclasses.dataclass
@@ -167,7 +183,7 @@ def _diff(audited: Audited, before: Snapshot, after: Snapshot) -> dict:
     return changes
 
 
-def _entries(pending: list[Pending]) -> list[AuditEntry]:
+def _entries(pending: list[Pending], recorded: list[Change] | None = None) -> list[AuditEntry]:
     loaded: dict = {}
     for item in pending:
         loaded.setdefault(item.audited, set()).add(item.pk)
@@ -188,6 +204,10 @@ def _entries(pending: list[Pending]) -> list[AuditEntry]:
         changes = _diff(audited, before, after)
         if action == ACTION_UPDATE and not changes:
             continue
+        if recorded is not None:
+            obj = current[audited].get(item.pk)
+            state = {**(before.fields or {}), **before.m2m}
+            recorded.append(Change(audited.model, item.pk, action, obj, state, named.license_id))
         actor = item.actor
         entries.append(
             AuditEntry(
@@ -214,7 +234,11 @@ def flush(connection) -> list[AuditEntry]:
     connection.audit_pending = {}
     if not pending:
         return []
-    return append(_entries(pending))
+    recorded: list[Change] = []
+    written = append(_entries(pending, recorded))
+    if recorded:
+        changes_recorded.send(sender=Change, changes=recorded)
+    return written
 
 
 def discard(connection) -> None:

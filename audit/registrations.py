@@ -10,6 +10,7 @@ from audit.registry import register
 from billing.models import Subscription
 from templates_app.models import ReplyAddress, Template
 from tickets.models import Tag
+from tickets.webhooks.models import Webhook
 
 # detectedLanguages is derived from tickets (updated as their languages are detected), not a change anyone made;
 # ticketsGeneration is the key of the cached search totals (tickets/counts.py).
@@ -37,3 +38,5 @@ register(Template, target="emailTemplates", m2m={"attachments": "attachments"})
 register(Subscription, target="licenses", exclude=("charge_in_flight",))
 register(Tag, target="tags")
 register(ReplyAddress, target="replyAddresses")
+# The secret is recorded only as changed; `status` (failing/active) is the deliveries' outcome, not a change.
+register(Webhook, target="webhooks", secrets=("secret",), exclude=("status",))

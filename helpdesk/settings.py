@@ -337,3 +337,20 @@ CELERY_BEAT_SCHEDULE["purge-expired-tickets"] = {
     "schedule": PURGE_INTERVAL_SECONDS or crontab(minute=17),
     "options": {"expires": 3000},
 }
+
+# --- Webhooks (tickets/webhooks/). Private addresses (loopback, RFC 1918, link-local ...) are refused unless this
+# is on: for tests and on-premise installs whose receivers live on the internal network.
+WEBHOOKS_ALLOW_PRIVATE = env_bool("WEBHOOKS_ALLOW_PRIVATE", False)
+WEBHOOK_TIMEOUT_SECONDS = env_int("WEBHOOK_TIMEOUT_SECONDS", 10)
+# Seconds to wait after each failed attempt (1 min, 5 min, 30 min, 2 h, 6 h, 12 h, 3 h): 8 attempts, the
+# last 23.6 h after the first; no attempt is made past 24 h whatever the list says. Then the delivery fails.
+WEBHOOK_RETRY_SCHEDULE_SECONDS = [
+    int(value) for value in env_list("WEBHOOK_RETRY_SCHEDULE_SECONDS", ["60", "300", "1800", "7200", "21600",
+                                                                        "43200", "10800"])
+]  # fmt: skip
+# Every 30 seconds: pending deliveries that are due (retries, and any whose enqueue was lost) are queued.
+CELERY_BEAT_SCHEDULE["webhooks-sweep-deliveries"] = {
+    "task": "tickets.tasks.sweep_webhook_deliveries",
+    "schedule": 30.0,
+    "options": {"expires": 25},
+}

@@ -43,6 +43,7 @@ class OutboundMessage(LicenseOwned):
     KIND_TEST, KIND_FORWARDING, KIND_INVITATION = "test", "forwarding", "invitation"
     KIND_REPLY, KIND_ACKNOWLEDGEMENT = "reply", "acknowledgement"
     KIND_REPLY_ADDRESS = "replyAddress"  # the confirmation link of a reply address
+    KIND_WEBHOOK_FAILING = "webhookFailing"  # tells the owners that a webhook gave up on a delivery
     STATUS_PENDING, STATUS_SENT, STATUS_FAILED = "pending", "sent", "failed"
     STATUS_SUPPRESSED = "suppressed"  # an acknowledgement mailin said not to send (loop, bulk, rate)
 

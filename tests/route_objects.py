@@ -30,6 +30,18 @@ def _reply_address_pk(license):
     return ReplyAddress.objects.create(license=license, email=f"support{license.pk}@example.com").pk
 
 
+def _webhook_pk(license):
+    from tickets.webhooks.models import Webhook
+
+    return Webhook.objects.create(
+        license=license,
+        name="hook",
+        url="https://hooks.example.com/",
+        event_type="tickets.create",
+        secret="x" * 20,
+    ).pk
+
+
 ROUTE_OBJECTS = {
     "license": _license_pk,
     "agent": lambda license: AgentFactory(license=license).pk,
@@ -40,4 +52,5 @@ ROUTE_OBJECTS = {
     "template": lambda license: TemplateFactory(license=license).pk,
     "subscription": lambda license: SubscriptionFactory(license=license).pk,
     "reply-address": _reply_address_pk,
+    "webhook": _webhook_pk,
 }

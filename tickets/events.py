@@ -17,6 +17,7 @@ from django.utils import timezone
 from accounts.models import Agent
 from helpdesk import context
 from tickets.models import Message, Ticket, TicketEvent
+from tickets.signals import events_recorded
 
 SOURCE_BY_ACTOR = {
     context.ADMINISTRATOR: "admin",
@@ -90,8 +91,9 @@ def message_author(ticket: Ticket, message: Message) -> Author:
 class History:
     """The events of one write, saved together (one INSERT) in the order they were added."""
 
-    def __init__(self, ticket: Ticket, now=None):
+    def __init__(self, ticket: Ticket, now=None, *, created: bool = False):
         self.ticket = ticket
+        self.created = created  # the events of a new ticket (webhooks tell tickets.create from .update)
         self.now = now or timezone.now()
         actor = context.current_actor()
         self.source_type = SOURCE_BY_ACTOR.get(actor.type, "system")
@@ -158,6 +160,9 @@ class History:
     def save(self) -> list[TicketEvent]:
         if self.events:
             TicketEvent.objects.bulk_create(self.events)
+            events_recorded.send(
+                sender=TicketEvent, ticket=self.ticket, events=self.events, created=self.created
+            )
         return self.events
 
 

@@ -191,7 +191,7 @@ def ticket_create(
     ticket.status_changed_at = ticket.last_message_at = ticket.created_at
     ticket.save()
     txn = _bind_transaction(license, transaction_id, ticket)
-    history = History(ticket, now=ticket.created_at)
+    history = History(ticket, now=ticket.created_at, created=True)
     added = _add_message(
         ticket, data=message, author_type=author_type, author_agent=author_agent, txn=txn, history=history
     )

@@ -12,3 +12,8 @@ message_created = Signal()
 # `ticket_ids` (all of license `license_id`): receivers delete their own rows that point at them, in bounded
 # statements led by the license. Keyword arguments: `license_id`, `ticket_ids`.
 tickets_purging = Signal()
+
+# Sent by tickets.events.History.save() after it writes a change's events, inside that transaction, with the
+# ticket's relations final. Keyword arguments: `ticket`, `events` (the saved TicketEvent rows, in order),
+# `created` (True for the events of a new ticket).
+events_recorded = Signal()

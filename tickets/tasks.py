@@ -11,3 +11,19 @@ def purge_expired_tickets() -> dict:
     """Beat's hourly purge of the spam and trash silos (see CELERY_BEAT_SCHEDULE)."""
     with acting_as(Actor(type=SCHEDULED_TASK)):
         return purge.purge_expired(trigger="schedule").summary()
+
+
+@shared_task(ignore_result=True, acks_late=True)
+def deliver_webhook(delivery_id: str) -> None:
+    """One attempt of a webhook delivery (retries are rows the sweeper queues again, not task retries)."""
+    from tickets.webhooks import delivery
+
+    delivery.attempt(delivery_id=delivery_id)
+
+
+@shared_task(ignore_result=True)
+def sweep_webhook_deliveries() -> int:
+    """Beat, every 30 s: queue the pending webhook deliveries that are due."""
+    from tickets.webhooks import delivery
+
+    return delivery.sweep()
