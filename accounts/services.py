@@ -331,12 +331,18 @@ def agent_create(
     transaction_id=None,
     **fields,
 ) -> Agent:
+    """An agent for `email`. An e-mail that already has an account is always `invited` (whatever `status` says)
+    until that person accepts: no owner can make someone else's account an active member of their license. A
+    new account may start `active` (nobody holds it yet; it signs in through the invitation or a reset)."""
     email = email.strip().lower()
     if Agent.objects.for_license(license).filter(email__iexact=email).exists():
         raise field_error("email", "An agent with this e-mail already exists in this license.", code="unique")
+    existing = Account.objects.filter(email__iexact=email).exists()
     account = account_get_or_create(email=email, name=fields.get("name", ""))
     agent = Agent(license=license, account=account, email=email, roles=roles)
     _apply_agent_fields(agent, fields)
+    if existing:
+        agent.status = STATUS_INVITED
     if agent.status == STATUS_ACTIVE:
         _ensure_seat(license)
     stamp_create(agent)
@@ -357,12 +363,31 @@ def agent_update(
     was_active = agent.status == STATUS_ACTIVE
     _apply_agent_fields(agent, fields)
     if agent.status == STATUS_ACTIVE and not was_active:
-        _ensure_seat(agent.license)
+        # Only the invited person makes the membership active (`agent_activate`, by accepting).
+        raise Conflict(
+            "An invited agent becomes active when they accept the invitation.",
+            code="invitation_pending",
+            details={"status": ["An invited agent becomes active when they accept the invitation."]},
+        )
     if "roles" in fields or "status" in fields:
         _keep_an_owner(agent.license, agent, leaving=False)
     stamp_update(agent)
     agent.save()
     _set_agent_relations(agent, teams, autoassignment_teams, transaction_id)
+    return agent
+
+
+@transaction.atomic
+def agent_activate(*, agent: Agent) -> Agent:
+    """An invited agent becomes active: only when its person accepts the invitation (templates_app.invitations)
+    takes a seat (409 `seat_limit_reached` when none is free)."""
+    agent = Agent.objects.select_for_update().select_related("license").get(pk=agent.pk)
+    if agent.status == STATUS_ACTIVE:
+        return agent
+    _ensure_seat(agent.license)
+    agent.status = STATUS_ACTIVE
+    stamp_update(agent)
+    agent.save()
     return agent
 
 
