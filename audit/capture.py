@@ -26,9 +26,10 @@ import uuid
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.models.signals import m2m_changed, post_delete, post_save, pre_delete, pre_save
 
+from accounts.actors import actor_id_in
 from audit.models import ACTION_CREATE, ACTION_DELETE, ACTION_UPDATE, AuditEntry
 from audit.registry import M2M_INDEX, REDACTED, REGISTRY, Audited
-from helpdesk.context import Actor, current_actor
+from helpdesk.context import PERSON_TYPES, Actor, current_actor
 
 
 def jsonable(value):
@@ -167,7 +168,15 @@ def _diff(audited: Audited, before: Snapshot, after: Snapshot) -> dict:
     return changes
 
 
+def _author_id(actor: Actor, license_id, memo: dict):
+    key = (actor, license_id)
+    if key not in memo:
+        memo[key] = actor_id_in(license_id, actor)
+    return memo[key]
+
+
 def _entries(pending: list[Pending]) -> list[AuditEntry]:
+    authors: dict = {}  # (actor, license) -> author ID: one lookup per author and license, not per entry
     loaded: dict = {}
     for item in pending:
         loaded.setdefault(item.audited, set()).add(item.pk)
@@ -197,7 +206,8 @@ def _entries(pending: list[Pending]) -> list[AuditEntry]:
                 object_id=str(item.pk),
                 entity_name=named.entity_name,
                 author_type=actor.type,
-                author_id=actor.id,
+                author_id=_author_id(actor, named.license_id, authors),
+                author_account_id=actor.id if actor.type in PERSON_TYPES else None,
                 author_email=actor.email or "",
                 author_ip=actor.ip or "",
                 author_user_agent=(actor.user_agent or "")[:512],

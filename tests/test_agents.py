@@ -49,7 +49,7 @@ def test_the_owner_creates_an_agent_with_teams(owner):
     assert body["autoassignmentTeamIDs"] == [str(team.pk)]
     assert body["signature"]["text"] == "Cheers"
     assert body["settings"] == {"emailNotificationsActive": False, "webpushNotificationsActive": "default"}
-    assert body["createdBy"] == str(owner.account.pk) and body["createdByType"] == "agent"
+    assert body["createdBy"] == str(owner.agent.pk) and body["createdByType"] == "agent"
     # inviting by e-mail created the account
     assert Account.objects.filter(email="new.person@example.com").exists()
     assert str(team.pk) in owner.client.get(f"/v1/teams/{team.pk}").json()["ID"]

@@ -241,7 +241,9 @@ def test_it_audits_a_license_created_through_the_api(db):
     assert response.status_code == 201, response.content
     license = License.objects.get(pk=response.json()["ID"])
     assert_license_creation(written, license, API)
-    assert all(e.author_id == account.pk and e.author_user_agent == UA for e in written)
+    owner_agent = license.agents.get()
+    assert all(e.author_id == owner_agent.pk and e.author_user_agent == UA for e in written)
+    assert all(e.author_account_id == account.pk for e in written)
 
 
 def test_accepting_an_invitation_is_one_agent_update_with_the_invitees_ip_and_user_agent(owner):

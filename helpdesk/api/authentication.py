@@ -118,7 +118,13 @@ class TokenBasicAuthentication(authentication.BaseAuthentication):
         request.token = pat
         request.agent = agent
         request.license = agent.license if agent else None
-        update_actor(type=API, id=account.id, email=account.email)
+        update_actor(
+            type=API,
+            id=account.id,
+            email=account.email,
+            agent_id=agent.pk if agent else None,
+            license_id=agent.license_id if agent else None,
+        )
         return account, pat
 
     def authenticate_header(self, request):
