@@ -56,7 +56,7 @@ class Snapshot:
 
 def _snapshot(audited: Audited, obj, accessors=None) -> Snapshot:
     """`accessors`: the m2m relations to read (default: all)."""
-    if obj is None:
+    if obj is None or (audited.hidden is not None and audited.hidden(obj)):
         return Snapshot(None, {}, {}, "", None)
     fields = {name: jsonable(getattr(obj, attname)) for attname, name in audited.fields.items()}
     secrets = {name: getattr(obj, attname) for attname, name in audited.secrets.items()}
@@ -93,6 +93,19 @@ class Pending:
     pk: object
     before: Snapshot
     actor: Actor  # who made the first change (the whole entry is theirs)
+
+
+def record_within(instance, *, owner, name: str, using: str | None = None) -> None:
+    """Record this transaction's change of `instance` inside the entry of `owner` (under `name`) instead of
+    an entry of its own: a side effect of one logical change (the trial a new subscription replaces) is part
+    of that change's one entry. Call it before or after saving `instance`, in the same transaction."""
+    audited, owner_audited = REGISTRY.get(type(instance)), REGISTRY.get(type(owner))
+    if audited is None or owner_audited is None:
+        return
+    connection = connections[using or DEFAULT_DB_ALIAS]
+    if not hasattr(connection, "audit_within"):
+        connection.audit_within = {}
+    connection.audit_within[(audited.model, instance.pk)] = ((owner_audited.model, owner.pk), name)
 
 
 def _state(connection) -> dict:
@@ -175,13 +188,17 @@ def _author_id(actor: Actor, license_id, memo: dict):
     return memo[key]
 
 
-def _entries(pending: list[Pending]) -> list[AuditEntry]:
+def _entries(pending: list[Pending], within: dict | None = None) -> list[AuditEntry]:
+    """One entry per changed object; a change recorded within another object's entry (`record_within`) goes
+    into that entry's changes as {name: {"before": {"ID", fields...}, "after": {...}}}, or, when that object
+    has no entry, into its own."""
+    within = within or {}
     authors: dict = {}  # (actor, license) -> author ID: one lookup per author and license, not per entry
     loaded: dict = {}
     for item in pending:
         loaded.setdefault(item.audited, set()).add(item.pk)
     current = {audited: _load(audited, pks, prefetch=True) for audited, pks in loaded.items()}
-    entries = []
+    entries, by_key, nested = [], {}, []
     for item in pending:
         audited = item.audited
         after = _snapshot(audited, current[audited].get(item.pk))
@@ -197,7 +214,11 @@ def _entries(pending: list[Pending]) -> list[AuditEntry]:
         changes = _diff(audited, before, after)
         if action == ACTION_UPDATE and not changes:
             continue
+        key = (audited.model, item.pk)
+        if key in within:
+            nested.append((within[key], len(entries), item.pk, changes))
         actor = item.actor
+        by_key[key] = len(entries)
         entries.append(
             AuditEntry(
                 license_id=named.license_id,
@@ -214,21 +235,33 @@ def _entries(pending: list[Pending]) -> list[AuditEntry]:
                 changes=jsonable(changes),
             )
         )
-    return entries
+    folded = set()
+    for (owner_key, name), own_index, pk, changes in nested:
+        index = by_key.get(owner_key)
+        if index is None:
+            continue  # the owner made no entry: the change keeps its own
+        part = {
+            side: {"ID": str(pk)} | {field: c[side] for field, c in changes.items()}
+            for side in ("before", "after")
+        }
+        entries[index].changes[name] = jsonable(part)
+        folded.add(own_index)
+    return [entry for index, entry in enumerate(entries) if index not in folded]
 
 
 def flush(connection) -> list[AuditEntry]:
     from audit.chain import append
 
     pending = list(_state(connection).values())
-    connection.audit_pending = {}
+    within = getattr(connection, "audit_within", {})
+    connection.audit_pending, connection.audit_within = {}, {}
     if not pending:
         return []
-    return append(_entries(pending))
+    return append(_entries(pending, within))
 
 
 def discard(connection) -> None:
-    connection.audit_pending = {}
+    connection.audit_pending, connection.audit_within = {}, {}
 
 
 # --- receivers (connected per audited model, so other models keep Django's fast deletes) ---------------------
