@@ -6,12 +6,15 @@ related IDs belong to the same license; tokens are stored only as hashes.
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
+import uuid
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from accounts.actors import actor_id_in
 from accounts.models import (
     ROLE_OWNER,
     STATUS_ACTIVE,
@@ -27,7 +30,7 @@ from accounts.models import (
 )
 from helpdesk.api.authentication import MIN_SCOPE, hash_token
 from helpdesk.api.errors import Conflict, field_error
-from helpdesk.context import current_actor
+from helpdesk.context import acting_as, current_actor
 from tickets import counts
 
 DEFAULT_TOKEN_SCOPES = [MIN_SCOPE, "accounts--all:rw"]
@@ -38,21 +41,25 @@ DEFAULT_TRIAL_PLAN = "hd-team1m"  # licenses made by operator commands start a t
 # --- stamps -------------------------------------------------------------------------------------------
 
 
+def _stamp_id(obj):
+    """The actor's ID in the object's license (accounts.actors): an agent ID, or SYSTEM_ACTOR_ID, never empty.
+    The license keeps it as text (its column predates the rule), with the same value."""
+    if isinstance(obj, License):
+        return str(actor_id_in(obj.pk))
+    return actor_id_in(obj.license_id)
+
+
 def stamp_create(obj) -> None:
     actor = current_actor()
     now = timezone.now()
     obj.created_at = obj.updated_at = now
     obj.created_by_type = actor.created_by_type
-    if isinstance(obj, License):
-        obj.created_by = obj.updated_by = str(actor.id or "")
-    else:
-        obj.created_by = obj.updated_by = actor.id
+    obj.created_by = obj.updated_by = _stamp_id(obj)
 
 
 def stamp_update(obj) -> None:
-    actor = current_actor()
     obj.updated_at = timezone.now()
-    obj.updated_by = str(actor.id or "") if isinstance(obj, License) else actor.id
+    obj.updated_by = _stamp_id(obj)
 
 
 # --- accounts and tokens ------------------------------------------------------------------------------
@@ -129,9 +136,6 @@ def license_create(
     The account is created if needed. `first_license_only` (the API's first login) refuses with 409 an
     account that is already an active agent somewhere; the account row lock makes two racing calls one.
     """
-    from billing.services import subscription_start_trial
-    from templates_app.services import template_create_default
-
     account = account_get_or_create(email=owner_email, name=owner_name)
     if first_license_only:
         Account.objects.select_for_update().get(pk=account.pk)
@@ -139,8 +143,24 @@ def license_create(
             raise Conflict("This account already has a license.", code="license_exists")
     settings_ = default_license_settings() | ({"companyName": company_name} if company_name else {})
     license = License(settings=settings_, source=default_license_source() | (source or {}))
+    owner_id = uuid.uuid4()
+    creator = current_actor()
+    by_owner = creator.id is not None and creator.id == account.pk
     stamp_create(license)
+    if by_owner:  # a newcomer creates their own license: they are its owner agent from the first row on
+        license.created_by = license.updated_by = str(owner_id)
     license.save()
+    acting = dataclasses.replace(creator, agent_id=owner_id, license_id=license.pk) if by_owner else creator
+    with acting_as(acting):
+        _license_populate(license, account, owner_id, owner_name, plan_code, coupon_code)
+    return license
+
+
+def _license_populate(license, account, owner_id, owner_name, plan_code, coupon_code) -> None:
+    """The default team and template, the owner agent and the trial of a new license."""
+    from billing.services import subscription_start_trial
+    from templates_app.services import template_create_default
+
     team = Team(license=license, name=DEFAULT_TEAM_NAME)
     stamp_create(team)
     team.save()
@@ -148,6 +168,7 @@ def license_create(
     license.default_template = template_create_default(license=license)
     license.save(update_fields=["default_team", "default_template"])
     owner = Agent(
+        id=owner_id,
         license=license,
         account=account,
         email=account.email,
@@ -161,7 +182,6 @@ def license_create(
     subscription_start_trial(
         license=license, plan_code=plan_code or DEFAULT_TRIAL_PLAN, coupon_code=coupon_code
     )
-    return license
 
 
 @transaction.atomic
@@ -340,12 +360,18 @@ def agent_create(
     transaction_id=None,
     **fields,
 ) -> Agent:
+    """An agent for `email`. An e-mail that already has an account is always `invited` (whatever `status` says)
+    until that person accepts: no owner can make someone else's account an active member of their license. A
+    new account may start `active` (nobody holds it yet; it signs in through the invitation or a reset)."""
     email = email.strip().lower()
     if Agent.objects.for_license(license).filter(email__iexact=email).exists():
         raise field_error("email", "An agent with this e-mail already exists in this license.", code="unique")
+    existing = Account.objects.filter(email__iexact=email).exists()
     account = account_get_or_create(email=email, name=fields.get("name", ""))
     agent = Agent(license=license, account=account, email=email, roles=roles)
     _apply_agent_fields(agent, fields)
+    if existing:
+        agent.status = STATUS_INVITED
     if agent.status == STATUS_ACTIVE:
         _ensure_seat(license)
     stamp_create(agent)
@@ -366,12 +392,31 @@ def agent_update(
     was_active = agent.status == STATUS_ACTIVE
     _apply_agent_fields(agent, fields)
     if agent.status == STATUS_ACTIVE and not was_active:
-        _ensure_seat(agent.license)
+        # Only the invited person makes the membership active (`agent_activate`, by accepting).
+        raise Conflict(
+            "An invited agent becomes active when they accept the invitation.",
+            code="invitation_pending",
+            details={"status": ["An invited agent becomes active when they accept the invitation."]},
+        )
     if "roles" in fields or "status" in fields:
         _keep_an_owner(agent.license, agent, leaving=False)
     stamp_update(agent)
     agent.save()
     _set_agent_relations(agent, teams, autoassignment_teams, transaction_id)
+    return agent
+
+
+@transaction.atomic
+def agent_activate(*, agent: Agent) -> Agent:
+    """An invited agent becomes active: only when its person accepts the invitation (templates_app.invitations)
+    takes a seat (409 `seat_limit_reached` when none is free)."""
+    agent = Agent.objects.select_for_update().select_related("license").get(pk=agent.pk)
+    if agent.status == STATUS_ACTIVE:
+        return agent
+    _ensure_seat(agent.license)
+    agent.status = STATUS_ACTIVE
+    stamp_update(agent)
+    agent.save()
     return agent
 
 

@@ -27,9 +27,10 @@ from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.models.signals import m2m_changed, post_delete, post_save, pre_delete, pre_save
 from django.dispatch import Signal
 
+from accounts.actors import actor_id_in
 from audit.models import ACTION_CREATE, ACTION_DELETE, ACTION_UPDATE, AuditEntry
 from audit.registry import M2M_INDEX, REDACTED, REGISTRY, Audited
-from helpdesk.context import Actor, current_actor
+from helpdesk.context import PERSON_TYPES, Actor, current_actor
 
 
 def jsonable(value):
@@ -56,7 +57,7 @@ class Snapshot:
 
 def _snapshot(audited: Audited, obj, accessors=None) -> Snapshot:
     """`accessors`: the m2m relations to read (default: all)."""
-    if obj is None:
+    if obj is None or (audited.hidden is not None and audited.hidden(obj)):
         return Snapshot(None, {}, {}, "", None)
     fields = {name: jsonable(getattr(obj, attname)) for attname, name in audited.fields.items()}
     secrets = {name: getattr(obj, attname) for attname, name in audited.secrets.items()}
@@ -108,6 +109,19 @@ class Pending:
     pk: object
     before: Snapshot
     actor: Actor  # who made the first change (the whole entry is theirs)
+
+
+def record_within(instance, *, owner, name: str, using: str | None = None) -> None:
+    """Record this transaction's change of `instance` inside the entry of `owner` (under `name`) instead of
+    an entry of its own: a side effect of one logical change (the trial a new subscription replaces) is part
+    of that change's one entry. Call it before or after saving `instance`, in the same transaction."""
+    audited, owner_audited = REGISTRY.get(type(instance)), REGISTRY.get(type(owner))
+    if audited is None or owner_audited is None:
+        return
+    connection = connections[using or DEFAULT_DB_ALIAS]
+    if not hasattr(connection, "audit_within"):
+        connection.audit_within = {}
+    connection.audit_within[(audited.model, instance.pk)] = ((owner_audited.model, owner.pk), name)
 
 
 def _state(connection) -> dict:
@@ -183,12 +197,26 @@ def _diff(audited: Audited, before: Snapshot, after: Snapshot) -> dict:
     return changes
 
 
-def _entries(pending: list[Pending], recorded: list[Change] | None = None) -> list[AuditEntry]:
+def _author_id(actor: Actor, license_id, memo: dict):
+    key = (actor, license_id)
+    if key not in memo:
+        memo[key] = actor_id_in(license_id, actor)
+    return memo[key]
+
+
+def _entries(
+    pending: list[Pending], within: dict | None = None, recorded: list[Change] | None = None
+) -> list[AuditEntry]:
+    """One entry per changed object; a change recorded within another object's entry (`record_within`) goes
+    into that entry's changes as {name: {"before": {"ID", fields...}, "after": {...}}}, or, when that object
+    has no entry, into its own. Each change is also appended to `recorded` (for `changes_recorded`)."""
+    within = within or {}
+    authors: dict = {}  # (actor, license) -> author ID: one lookup per author and license, not per entry
     loaded: dict = {}
     for item in pending:
         loaded.setdefault(item.audited, set()).add(item.pk)
     current = {audited: _load(audited, pks, prefetch=True) for audited, pks in loaded.items()}
-    entries = []
+    entries, by_key, nested = [], {}, []
     for item in pending:
         audited = item.audited
         after = _snapshot(audited, current[audited].get(item.pk))
@@ -208,7 +236,11 @@ def _entries(pending: list[Pending], recorded: list[Change] | None = None) -> li
             obj = current[audited].get(item.pk)
             state = {**(before.fields or {}), **before.m2m}
             recorded.append(Change(audited.model, item.pk, action, obj, state, named.license_id))
+        key = (audited.model, item.pk)
+        if key in within:
+            nested.append((within[key], len(entries), item.pk, changes))
         actor = item.actor
+        by_key[key] = len(entries)
         entries.append(
             AuditEntry(
                 license_id=named.license_id,
@@ -217,32 +249,45 @@ def _entries(pending: list[Pending], recorded: list[Change] | None = None) -> li
                 object_id=str(item.pk),
                 entity_name=named.entity_name,
                 author_type=actor.type,
-                author_id=actor.id,
+                author_id=_author_id(actor, named.license_id, authors),
+                author_account_id=actor.id if actor.type in PERSON_TYPES else None,
                 author_email=actor.email or "",
                 author_ip=actor.ip or "",
                 author_user_agent=(actor.user_agent or "")[:512],
                 changes=jsonable(changes),
             )
         )
-    return entries
+    folded = set()
+    for (owner_key, name), own_index, pk, changes in nested:
+        index = by_key.get(owner_key)
+        if index is None:
+            continue  # the owner made no entry: the change keeps its own
+        part = {
+            side: {"ID": str(pk)} | {field: c[side] for field, c in changes.items()}
+            for side in ("before", "after")
+        }
+        entries[index].changes[name] = jsonable(part)
+        folded.add(own_index)
+    return [entry for index, entry in enumerate(entries) if index not in folded]
 
 
 def flush(connection) -> list[AuditEntry]:
     from audit.chain import append
 
     pending = list(_state(connection).values())
-    connection.audit_pending = {}
+    within = getattr(connection, "audit_within", {})
+    connection.audit_pending, connection.audit_within = {}, {}
     if not pending:
         return []
     recorded: list[Change] = []
-    written = append(_entries(pending, recorded))
+    written = append(_entries(pending, within, recorded))
     if recorded:
         changes_recorded.send(sender=Change, changes=recorded)
     return written
 
 
 def discard(connection) -> None:
-    connection.audit_pending = {}
+    connection.audit_pending, connection.audit_within = {}, {}
 
 
 # --- receivers (connected per audited model, so other models keep Django's fast deletes) ---------------------

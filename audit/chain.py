@@ -43,6 +43,9 @@ def canonical(entry: AuditEntry) -> bytes:
         "changes": entry.changes,
         "prevHash": entry.prev_hash,
     }
+    if entry.author_account_id is not None:
+        # Only when set: entries written before the field existed keep the content (and hash) they had.
+        content["author"]["accountID"] = str(entry.author_account_id)
     return json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 

@@ -63,7 +63,12 @@ class AuditEntry(models.Model):
     object_id = models.CharField(max_length=64)
     entity_name = models.CharField(max_length=255, blank=True)
     author_type = models.CharField(max_length=20, choices=[(t, t) for t in AUTHOR_TYPES])
+    # The author's agent ID in the entry's license (what /v1/agents lists), a support admin's account ID when
+    # they are no agent of it, SYSTEM_ACTOR_ID for the system. Entries written before that rule hold the
+    # account ID here, and null for the system (they stay as written: the chain covers them).
     author_id = models.UUIDField(null=True, blank=True)
+    # The person's account ID (null for the system and for entries written before it was recorded).
+    author_account_id = models.UUIDField(null=True, blank=True)
     author_email = models.CharField(max_length=254, blank=True)
     author_ip = models.CharField(max_length=45, blank=True)
     author_user_agent = models.CharField(max_length=512, blank=True)

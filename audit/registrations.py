@@ -7,7 +7,7 @@ token's hash must never reach a diff anyway. Add them here with `secrets=("token
 
 from accounts.models import Agent, License, Team
 from audit.registry import register
-from billing.models import Subscription
+from billing.models import PENDING, Subscription
 from templates_app.models import ReplyAddress, Template
 from tickets.models import Tag
 from tickets.webhooks.models import Webhook
@@ -35,7 +35,14 @@ register(Template, target="emailTemplates", m2m={"attachments": "attachments"})
 # The spec's targets have no subscriptions: a plan or seat change is a change of the license's account, so it
 # is recorded under `licenses` (entityName "hd-team1m × 3 (active)" tells it from the license itself).
 # charge_in_flight is the billing's own lock between the gateway call and the ledger, not a change.
-register(Subscription, target="licenses", exclude=("charge_in_flight",))
+# A subscription waiting for its first charge (`pending`) is no change yet: it is recorded, created, when the
+# charge's outcome is applied (billing.services: the intent commits before the gateway call, for exactly-once).
+register(
+    Subscription,
+    target="licenses",
+    exclude=("charge_in_flight",),
+    hidden=lambda subscription: subscription.state == PENDING,
+)
 register(Tag, target="tags")
 register(ReplyAddress, target="replyAddresses")
 # The secret is recorded only as changed; `status` (failing/active) is the deliveries' outcome, not a change.

@@ -32,6 +32,9 @@ class Audited:
     secrets: dict[str, str]  # attname -> name in the diff (value never recorded)
     m2m: dict[str, str]  # accessor (forward field or reverse accessor) -> name in the diff
     license_of: Callable[[models.Model], int]
+    # A row in a state that is no change yet (a subscription waiting for its charge) is recorded as if absent:
+    # its creation is the entry written when it leaves that state.
+    hidden: Callable[[models.Model], bool] | None = None
 
 
 REGISTRY: dict[type[models.Model], Audited] = {}
@@ -52,12 +55,14 @@ def register(
     m2m: dict[str, str] | None = None,
     names: dict[str, str] | None = None,
     license_of: Callable[[models.Model], int] = _license_id,
+    hidden: Callable[[models.Model], bool] | None = None,
 ) -> Audited:
     """Audit `model` under `target`.
 
     Every concrete field is recorded except the primary key, `license`, the stamps and `exclude`; `secrets`
     are recorded only as changed (`<redacted>`); `m2m` maps relation accessors to their diff names;
-    `names` overrides the default diff name of a field.
+    `names` overrides the default diff name of a field; `hidden(obj)` true: the row does not count as existing
+    (not yet a change anyone made).
     """
     from audit.models import TARGETS
 
@@ -71,7 +76,7 @@ def register(
             continue
         bucket = secret_fields if field.name in secrets else fields
         bucket[field.attname] = names.get(field.name, api_name(field.attname))
-    audited = Audited(model, target, fields, secret_fields, dict(m2m or {}), license_of)
+    audited = Audited(model, target, fields, secret_fields, dict(m2m or {}), license_of, hidden)
     for accessor in audited.m2m:
         relation = model._meta.get_field(accessor)
         if relation.many_to_many and relation.concrete:  # forward ManyToManyField

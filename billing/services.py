@@ -36,6 +36,7 @@ from rest_framework import status as http
 
 from accounts.models import STATUS_ACTIVE, Agent, License
 from accounts.services import stamp_create, stamp_update
+from audit.capture import record_within
 from billing import idempotency
 from billing.gateway import GatewayResult, GatewayUnavailable, get_gateway
 from billing.models import (
@@ -238,6 +239,8 @@ def _expire_replaced_trial(subscription: Subscription, now) -> None:
         is_trial=True, state__in=[ACTIVE, CANCELED]
     )
     for trial in trials.exclude(pk=subscription.pk):
+        # Part of the new subscription's one entry (`replacedTrial`), not an entry of its own.
+        record_within(trial, owner=subscription, name="replacedTrial")
         trial.state, trial.expires_at, trial.updated_at = EXPIRED, now, now
         trial.save(update_fields=["state", "expires_at", "updated_at"])
 

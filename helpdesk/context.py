@@ -19,13 +19,24 @@ EMAIL_MESSAGE = "emailMessage"
 PAYMENT_PROVIDER = "paymentProvider"
 HELPDESK_SYSTEM = "helpdeskSystem"
 AUTHOR_TYPES = [ADMINISTRATOR, AGENT, API, SCHEDULED_TASK, EMAIL_MESSAGE, PAYMENT_PROVIDER, HELPDESK_SYSTEM]
+# Actors that are a person with an account (the others are the system in one of its roles).
+PERSON_TYPES = frozenset({ADMINISTRATOR, AGENT, API})
+
+# The ID of everything the system does itself (scheduled tasks, e-mail, the payment provider, commands): the
+# `createdBy`/`updatedBy` of what it creates and the `author.ID` of its audit entries, so a field the spec types
+# as uuid is never null. It is no agent's ID (agent IDs are random UUIDs, this one is all zeros but its version).
+SYSTEM_ACTOR_ID = uuid.UUID("00000000-0000-4000-8000-000000000000")
 
 
 @dataclasses.dataclass(frozen=True)
 class Actor:
     type: str = HELPDESK_SYSTEM
-    id: uuid.UUID | None = None
+    id: uuid.UUID | None = None  # the person's account ID (PERSON_TYPES), else None
     email: str = ""
+    # The account's agent in the license the request is for (the API knows it from authentication), so the
+    # ID a client sees in `createdBy`, `updatedBy` and `author.ID` is the one `/v1/agents` lists.
+    agent_id: uuid.UUID | None = None
+    license_id: int | None = None
     ip: str = ""
     user_agent: str = ""
 

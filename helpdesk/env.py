@@ -39,3 +39,18 @@ def env_list(name: str, default: list[str] | None = None) -> list[str]:
     if raw is None:
         return list(default or [])
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def env_header(name: str, default: tuple[str, str] | None = None) -> tuple[str, str] | None:
+    """A request header and the value it must have, written `Header-Name: value` (e.g.
+    `X-Forwarded-Proto: https`), as Django's WSGI META key and value: ("HTTP_X_FORWARDED_PROTO", "https").
+    Empty: None (no header is trusted)."""
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    if not raw.strip():
+        return None
+    header, sep, value = raw.partition(":")
+    if not sep or not header.strip() or not value.strip():
+        raise ImproperlyConfigured(f"{name} must look like 'X-Forwarded-Proto: https', got {raw!r}")
+    return "HTTP_" + header.strip().upper().replace("-", "_"), value.strip()

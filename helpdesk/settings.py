@@ -11,7 +11,7 @@ import dj_database_url
 from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
-from helpdesk.env import env_bool, env_int, env_list, env_str
+from helpdesk.env import env_bool, env_header, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("HELPDESK_VAR_DIR", str(BASE_DIR / "var")))
@@ -38,6 +38,18 @@ def _secret_key() -> str:
 SECRET_KEY = _secret_key()
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+# --- HTTPS. Secure by default when DEBUG is off (`manage.py check --deploy` is clean); each one can be set.
+# Behind a proxy that terminates TLS, set SECURE_PROXY_SSL_HEADER (e.g. "X-Forwarded-Proto: https") so that
+# the redirect sees HTTPS requests as such; it is off by default because a header is only trustworthy when
+# the proxy always sets it (a client could send it too).
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", not DEBUG)
+SECURE_PROXY_SSL_HEADER = env_header("SECURE_PROXY_SSL_HEADER")
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0 if DEBUG else 31_536_000)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", not DEBUG)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", not DEBUG)
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", not DEBUG)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", not DEBUG)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -295,6 +307,12 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # One name per choice set used under several field names (else a W001 warning in `manage.py check`).
+    "ENUM_NAME_OVERRIDES": {
+        "CreatedByTypeEnum": "accounts.models.CREATED_BY_TYPES",
+        "TicketStatusEnum": "tickets.models.STATUSES",
+        "TemplateTypeEnum": ["html", "visual"],
+    },
     "SCHEMA_PATH_PREFIX": r"/v1",
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

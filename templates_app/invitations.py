@@ -160,7 +160,7 @@ def invitation_accept(*, token: str, password: str | None = None, caller=None) -
 
     invitation.accepted_at = timezone.now()
     invitation.save(update_fields=["accepted_at"])
-    agent = accounts_services.agent_update(agent=agent, status=STATUS_ACTIVE)
+    agent = accounts_services.agent_activate(agent=agent)
     plaintext = None
     if not in_use:
         _, plaintext = accounts_services.token_issue(account=account, name="invitation")

@@ -14,7 +14,8 @@ UA = "helpdesk-tests/1.0"
 def assert_api_author(entry, persona):
     """A write through the API by `persona`'s token, from the test client (127.0.0.1, UA)."""
     assert entry.author_type == API
-    assert entry.author_id == persona.account.pk
+    assert entry.author_id == persona.agent.pk  # the ID /v1/agents lists
+    assert entry.author_account_id == persona.account.pk
     assert entry.author_email == persona.account.email
     assert entry.author_ip == "127.0.0.1"
     assert entry.author_user_agent == UA

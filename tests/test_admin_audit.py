@@ -1,5 +1,6 @@
 """Changes made in the admin's forms are audited once each, as the administrator, with the API's field names."""
 
+from accounts.models import Agent
 from audit.models import AuditEntry
 from tests.admin_helpers import UA, form_data
 from tests.audit_helpers import entries_written
@@ -8,7 +9,10 @@ from tests.factories import AgentFactory, TeamFactory
 
 def _assert_admin(entry, client):
     assert entry.author_type == "administrator"
-    assert entry.author_id == client.account.pk
+    # a support admin who is an agent of the license appears as that agent (the ID /v1/agents lists)
+    membership = Agent.objects.filter(license_id=entry.license_id, account=client.account).first()
+    assert entry.author_id == (membership.pk if membership else client.account.pk)
+    assert entry.author_account_id == client.account.pk
     assert entry.author_user_agent == UA
 
 

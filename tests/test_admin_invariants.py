@@ -133,15 +133,25 @@ def test_an_agent_beyond_the_seats_is_a_form_error(superuser, license, settings)
     assert response.status_code == 302
 
 
-def test_activating_an_agent_beyond_the_seats_is_a_form_error(superuser, license, settings):
-    settings.BILLING_TRIAL_SEATS = 1
+def test_an_invited_agent_cannot_be_activated_in_the_admin(superuser, license):
+    # only the invited person makes the membership active, by accepting the invitation
     invited = AgentFactory(license=license, status="invited")
     url = _change(superuser, invited)
     response = superuser.post(url, form_data(superuser.get(url)) | {"status": "active"})
     assert response.status_code == 200
-    assert "seats" in error_text(response)
+    assert "accept the invitation" in error_text(response)
     invited.refresh_from_db()
     assert invited.status == "invited"
+
+
+def test_adding_an_existing_account_in_the_admin_invites_it(superuser, license, other_license):
+    stranger = other_license.agents.get()
+    response = superuser.post(
+        "/admin/accounts/agent/add/",
+        {"license": license.pk, "email": stranger.email, "roles": ["owner"], "status": "active"},
+    )
+    assert response.status_code == 302
+    assert Agent.objects.get(license=license, account=stranger.account).status == "invited"
 
 
 def test_a_duplicate_team_name_is_a_form_error_on_the_name(superuser, license):

@@ -2,7 +2,9 @@
 
 import pytest
 
+from accounts import services
 from accounts.models import ROLE_OWNER, Account, Agent
+from helpdesk.api.errors import Conflict
 from tests.factories import AgentFactory, TeamFactory
 from tests.spec import ENUMS, FIELDS
 
@@ -47,7 +49,7 @@ def test_the_owner_creates_an_agent_with_teams(owner):
     assert body["autoassignmentTeamIDs"] == [str(team.pk)]
     assert body["signature"]["text"] == "Cheers"
     assert body["settings"] == {"emailNotificationsActive": False, "webpushNotificationsActive": "default"}
-    assert body["createdBy"] == str(owner.account.pk) and body["createdByType"] == "agent"
+    assert body["createdBy"] == str(owner.agent.pk) and body["createdByType"] == "agent"
     # inviting by e-mail created the account
     assert Account.objects.filter(email="new.person@example.com").exists()
     assert str(team.pk) in owner.client.get(f"/v1/teams/{team.pk}").json()["ID"]
@@ -59,6 +61,46 @@ def test_an_existing_account_joins_as_a_new_agent(owner, outsider):
     )
     assert response.status_code == 201
     assert response.json()["accountID"] == str(outsider.account.pk)
+    assert response.json()["status"] == "invited"
+
+
+def test_no_owner_can_make_someone_elses_account_an_active_member(
+    owner, outsider, eager_tasks, django_capture_on_commit_callbacks
+):
+    from django.core import mail as django_mail
+
+    # when the owner adds another license's owner as an active owner of their license
+    with django_capture_on_commit_callbacks(execute=True):
+        response = owner.client.post(
+            "/v1/agents",
+            {"email": outsider.account.email.upper(), "roles": ["owner"], "status": "active"},
+            format="json",
+        )
+    # then the agent waits for that person to accept, who got the invitation
+    assert response.status_code == 201, response.content
+    assert response.json()["status"] == "invited"
+    assert [sent.to for sent in django_mail.outbox] == [[outsider.account.email]]
+    # and that person is no member until then
+    header = {"HTTP_X_LICENSE_ID": str(owner.license.pk)}
+    assert outsider.client.get("/v1/teams", **header).json()["code"] == "license_not_member"
+    # nor can a PATCH of the inviting license activate the membership
+    agent_id = response.json()["ID"]
+    patched = owner.client.patch(f"/v1/agents/{agent_id}", {"status": "active"}, format="json")
+    assert patched.status_code == 400 and "status" in patched.json()["details"]
+    assert Agent.objects.get(pk=agent_id).status == "invited"
+    assert outsider.client.get("/v1/teams", **header).status_code == 403
+    # and neither can the service every writer (API, admin) goes through
+    with pytest.raises(Conflict) as refused:
+        services.agent_update(agent=Agent.objects.get(pk=agent_id), status="active")
+    assert refused.value.get_codes() == "invitation_pending"
+    assert Agent.objects.get(pk=agent_id).status == "invited"
+
+
+def test_a_new_account_may_start_active(owner):
+    response = owner.client.post(
+        "/v1/agents", {"email": "fresh@example.com", "roles": ["normal"], "status": "active"}, format="json"
+    )
+    assert response.status_code == 201 and response.json()["status"] == "active"
 
 
 def test_an_agent_email_is_unique_within_the_license(owner, agent):

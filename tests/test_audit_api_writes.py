@@ -4,6 +4,7 @@ from rest_framework.test import APIClient
 
 from accounts import services
 from accounts.models import ROLE_NORMAL, Account, License
+from audit.chain import verify
 from helpdesk.context import API, HELPDESK_SYSTEM
 from tests.audit_helpers import UA, assert_api_author, assert_license_creation, entries_written
 from tests.factories import AgentFactory, TeamFactory
@@ -241,7 +242,9 @@ def test_it_audits_a_license_created_through_the_api(db):
     assert response.status_code == 201, response.content
     license = License.objects.get(pk=response.json()["ID"])
     assert_license_creation(written, license, API)
-    assert all(e.author_id == account.pk and e.author_user_agent == UA for e in written)
+    owner_agent = license.agents.get()
+    assert all(e.author_id == owner_agent.pk and e.author_user_agent == UA for e in written)
+    assert all(e.author_account_id == account.pk for e in written)
 
 
 def test_accepting_an_invitation_is_one_agent_update_with_the_invitees_ip_and_user_agent(owner):
@@ -272,8 +275,14 @@ def test_accepting_an_invitation_is_one_agent_update_with_the_invitees_ip_and_us
     )  # fmt: skip
 
 
-def test_a_charged_subscription_create_records_the_pending_and_the_paid_step(owner):
-    # when (the charge intent commits before the gateway call, by design: two durable steps, two entries)
+def test_a_charged_subscription_create_is_one_entry_with_the_trial_it_replaces(owner):
+    """The charge intent commits before the gateway call (exactly-once, by design), and the trial expires when
+    the charge succeeds: still one logical change, one entry."""
+    from billing.services import subscription_start_trial
+
+    # given a running trial
+    trial = subscription_start_trial(license=owner.license, plan_code="hd-team1m")
+    # when
     with entries_written() as written:
         response = owner.client.post(
             "/v1/subscriptions", {"planCode": "hd-team1m", "quantity": 2}, format="json"
@@ -281,17 +290,31 @@ def test_a_charged_subscription_create_records_the_pending_and_the_paid_step(own
     # then
     assert response.status_code == 201, response.content
     subscription_id = response.json()["subscriptionID"]
-    assert [(e.action, e.target, e.object_id) for e in written] == [
-        ("create", "licenses", subscription_id),
-        ("update", "licenses", subscription_id),
-    ]
-    created, paid = written
-    assert created.changes["state"] == {"before": None, "after": "pending"}
-    assert paid.changes["state"] == {"before": "pending", "after": "active"}
-    assert paid.entity_name == "hd-team1m × 2 (active)"
-    for entry in written:
-        assert_api_author(entry, owner)
-        assert not {"chargeInFlightID", "chargeInFlight"} & set(entry.changes)
+    entry = written.one()
+    assert (entry.action, entry.target, entry.object_id) == ("create", "licenses", subscription_id)
+    assert entry.changes["state"] == {"before": None, "after": "active"}
+    assert entry.entity_name == "hd-team1m × 2 (active)"
+    replaced = entry.changes["replacedTrial"]
+    assert (replaced["before"]["ID"], replaced["before"]["state"]) == (str(trial.pk), "active")
+    assert (replaced["after"]["ID"], replaced["after"]["state"]) == (str(trial.pk), "expired")
+    assert_api_author(entry, owner)
+    assert not {"chargeInFlightID", "chargeInFlight"} & set(entry.changes)
+    assert verify(owner.license.pk).ok
+
+
+def test_a_declined_subscription_create_is_one_entry_and_keeps_the_trial(owner, settings):
+    from billing.services import subscription_start_trial
+
+    settings.BILLING_SANDBOX_DECLINE = True
+    subscription_start_trial(license=owner.license, plan_code="hd-team1m")
+    with entries_written() as written:
+        response = owner.client.post(
+            "/v1/subscriptions", {"planCode": "hd-team1m", "quantity": 2}, format="json"
+        )
+    assert response.status_code == 402, response.content
+    entry = written.one()
+    assert entry.action == "create" and entry.changes["state"] == {"before": None, "after": "expired"}
+    assert "replacedTrial" not in entry.changes
 
 
 def test_subscription_update_cancel_and_reactivate_are_one_entry_each(owner):

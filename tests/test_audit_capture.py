@@ -8,7 +8,7 @@ from accounts import services
 from accounts.models import License, Team
 from audit.context import as_payment_provider
 from helpdesk.celery import app as celery_app
-from helpdesk.context import HELPDESK_SYSTEM, PAYMENT_PROVIDER, SCHEDULED_TASK
+from helpdesk.context import HELPDESK_SYSTEM, PAYMENT_PROVIDER, SCHEDULED_TASK, SYSTEM_ACTOR_ID
 from tests.audit_helpers import assert_license_creation, entries_written
 from tests.factories import AgentFactory, TeamFactory
 
@@ -58,7 +58,8 @@ def test_a_change_without_context_is_authored_by_the_helpdesk_system(license):
         services.team_create(license=license, name="Nightly")
     # then
     entry = written.one()
-    assert (entry.author_type, entry.author_id, entry.author_ip) == (HELPDESK_SYSTEM, None, "")
+    assert (entry.author_type, entry.author_id, entry.author_ip) == (HELPDESK_SYSTEM, SYSTEM_ACTOR_ID, "")
+    assert entry.author_account_id is None
 
 
 def test_payment_events_are_authored_by_the_payment_provider(license):

@@ -59,7 +59,7 @@ COVERED = {
     (
         "v1/subscriptions",
         "post",
-    ): "test_audit_api_writes.test_a_charged_subscription_create_records_the_pending_and_the_paid_step",
+    ): "test_audit_api_writes.test_a_charged_subscription_create_is_one_entry_with_the_trial_it_replaces",
     (
         "v1/subscriptions/<pk>",
         "patch",

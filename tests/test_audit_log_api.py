@@ -10,10 +10,10 @@ from django.test.utils import CaptureQueriesContext
 
 from accounts import services
 from audit.models import AuditEntry
-from helpdesk.context import Actor, acting_as
+from helpdesk.context import SYSTEM_ACTOR_ID, Actor, acting_as
 
 ENTRY_KEYS = ["ID", "createdAt", "action", "target", "author", "entityName"]
-AUTHOR_KEYS = ["ID", "type", "email", "ip", "userAgent"]
+AUTHOR_KEYS = ["ID", "accountID", "type", "email", "ip", "userAgent"]
 UTC = datetime.UTC
 
 
@@ -63,7 +63,9 @@ def test_the_owner_gets_the_licenses_entries_newest_first_in_the_spec_shape(owne
         and newest["target"] == "teams"
         and newest["entityName"] == "Renamed team"
     )
-    assert newest["author"] == {"ID": None, "type": "helpdeskSystem", "email": "", "ip": "", "userAgent": ""}
+    assert newest["author"] == {
+        "ID": str(SYSTEM_ACTOR_ID), "accountID": None, "type": "helpdeskSystem", "email": "", "ip": "", "userAgent": ""
+    }  # fmt: skip
     timestamps = [item["createdAt"] for item in body]
     assert timestamps == sorted(timestamps, reverse=True)
 
@@ -75,7 +77,8 @@ def test_api_writes_show_their_author(owner):
     newest = owner.client.get("/v1/auditLog", {"pageSize": 1}).json()[0]
     # then
     assert newest["author"] == {
-        "ID": str(owner.account.pk),
+        "ID": str(owner.agent.pk),  # what /v1/agents lists
+        "accountID": str(owner.account.pk),
         "type": "api",
         "email": owner.account.email,
         "ip": "127.0.0.1",
@@ -132,11 +135,43 @@ def test_each_filter_narrows_the_log(owner, history, params, expected):
     assert response["X-Total-Results"] == str(len(expected))
 
 
-def test_it_filters_by_author_id(owner, history):
-    response = owner.client.get("/v1/auditLog", {"authorID": str(history["someone"].id)})
-    assert [(item["action"], item["author"]["ID"]) for item in response.json()] == [
-        ("update", str(history["someone"].id))
-    ]
+def test_it_filters_by_author_id(owner, agent, history):
+    # the agent ID a client takes from /v1/agents, and the account ID, find the same entries
+    for author_id in (agent.agent.pk, agent.account.pk):
+        response = owner.client.get("/v1/auditLog", {"authorID": str(author_id)})
+        assert [(item["action"], item["author"]["ID"], item["author"]["accountID"]) for item in response.json()] == [
+            ("update", str(agent.agent.pk), str(agent.account.pk))
+        ]  # fmt: skip
+    listed = {item["ID"] for item in owner.client.get("/v1/agents").json()}
+    assert str(agent.agent.pk) in listed
+
+
+def test_the_system_has_one_id_that_filters_its_entries(owner, history):
+    response = owner.client.get("/v1/auditLog", {"authorID": str(SYSTEM_ACTOR_ID), "target": "teams"})
+    found = [(item["action"], item["entityName"]) for item in response.json()]
+    assert ("delete", "Renamed team") in found and ("create", "Old team") in found
+    assert ("update", "Renamed team") not in found  # that one was an agent's
+    assert {item["author"]["ID"] for item in response.json()} == {str(SYSTEM_ACTOR_ID)}
+
+
+def test_entries_written_before_agent_ids_still_verify_and_are_found_by_the_agent_id(owner, agent):
+    """Older entries hold the account ID as author (null for the system) and no accountID: their hashes were
+    computed without it, the chain still verifies, and the agent ID (or SYSTEM_ACTOR_ID) finds them."""
+    from audit.chain import append, verify
+
+    def old_entry(author_id, author_type):
+        return AuditEntry(
+            license_id=owner.license.pk, action="update", target="teams", object_id="x", entity_name="old",
+            author_type=author_type, author_id=author_id, changes={"name": {"before": "a", "after": "b"}},
+        )  # fmt: skip
+
+    by_agent, by_system = append([old_entry(agent.account.pk, "api"), old_entry(None, "helpdeskSystem")])
+    assert verify(owner.license.pk).ok
+    found = owner.client.get("/v1/auditLog", {"authorID": str(agent.agent.pk)}).json()
+    assert [item["ID"] for item in found] == [str(by_agent.id)]
+    found = owner.client.get("/v1/auditLog", {"authorID": str(SYSTEM_ACTOR_ID), "pageSize": 100}).json()
+    assert str(by_system.id) in [item["ID"] for item in found]
+    assert {item["author"]["ID"] for item in found} == {str(SYSTEM_ACTOR_ID)}
 
 
 @pytest.mark.parametrize(

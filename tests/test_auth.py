@@ -195,3 +195,62 @@ def test_the_caller_is_loaded_exactly_as_the_orm_loads_it(owner):
         stored.account_id,
     )
     assert not agent._state.adding and agent._state.db == "default"
+
+
+@override_settings(HELPDESK_AUTH_FAILURES_PER_MINUTE=3)
+def test_every_spelling_of_an_account_id_shares_one_failure_bucket(owner, settings):
+    # given three failures, each under another spelling of the same account ID (from other addresses, so
+    # only the account's bucket can fill up)
+    account_id = str(owner.account.pk)
+    spellings = [account_id.upper(), account_id.replace("-", ""), "{" + account_id + "}"]
+    for number, spelling in enumerate(spellings):
+        response = api_client(spelling, "hdp_wrong").get("/v1/agents", REMOTE_ADDR=f"10.0.0.{number + 1}")
+        assert response.status_code == 401
+    # when the canonical spelling fails once more, from yet another address
+    response = api_client(account_id, "hdp_wrong").get("/v1/agents", REMOTE_ADDR="10.0.0.9")
+    # then the account's one bucket is full
+    assert response.status_code == 429
+
+
+def test_a_wrong_account_and_an_unknown_token_cost_the_same_queries(owner, other_license):
+    """A valid token sent with another account's ID must not answer differently, or slower, than an unknown
+    token: otherwise timing tells whether a leaked token is live."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    other_account = other_license.agents.get().account
+    attempts = {
+        "valid token, wrong account": api_client(other_account.pk, owner.token),
+        "unknown token, right account": api_client(owner.account.pk, "hdp_" + "x" * 40),
+        "unknown token, wrong account": api_client(other_account.pk, "hdp_" + "y" * 40),
+    }
+    shapes = {}
+    for name, client in attempts.items():
+        with CaptureQueriesContext(connection) as queries:
+            response = client.get("/v1/agents")
+        assert response.status_code == 401, name
+        # the statements without their values (the token's hash and the account ID differ by design)
+        shapes[name] = [query["sql"].split("WHERE")[0] for query in queries.captured_queries]
+    assert len(set(map(tuple, shapes.values()))) == 1, shapes
+    assert len(shapes["valid token, wrong account"]) == 1
+
+
+def test_the_account_id_may_be_spelled_in_upper_case(owner):
+    assert api_client(str(owner.account.pk).upper(), owner.token).get("/v1/agents").status_code == 200
+
+
+def test_a_license_header_naming_a_foreign_or_missing_license_says_so(owner, other_license):
+    # when the caller names a license it is no agent of, and one that does not exist
+    foreign = owner.client.get("/v1/teams", HTTP_X_LICENSE_ID=str(other_license.pk))
+    missing_id = other_license.pk + 1000
+    missing = owner.client.get("/v1/teams", HTTP_X_LICENSE_ID=str(missing_id))
+    # then both are the same kind of 403, naming the header's license and not telling the two apart
+    assert foreign.status_code == missing.status_code == 403
+    assert foreign.json() == {
+        "error": f"You are not an agent of license {other_license.pk}.",
+        "code": "license_not_member",
+        "details": foreign.json()["details"],
+    }
+    assert missing.json()["error"] == f"You are not an agent of license {missing_id}."
+    assert missing.json()["code"] == "license_not_member"
+    assert foreign.json()["details"] == missing.json()["details"]

@@ -263,13 +263,14 @@ def test_a_trial_gives_seats_without_a_charge_and_a_subscription_replaces_it(own
     trial.refresh_from_db()
     assert trial.state == "expired"
     assert Charge.objects.get().amount == 2 * 2400 * 12
-    # and the trial's expiry is in the audit log like every other change
+    # and the trial's expiry is in the audit log, within the new subscription's one entry
     from audit.models import AuditEntry
 
-    expiry = [
-        e for e in AuditEntry.objects.filter(object_id=trial.pk, action="update") if "state" in e.changes
-    ]
-    assert [e.changes["state"] for e in expiry] == [{"before": "active", "after": "expired"}]
+    assert not AuditEntry.objects.filter(object_id=trial.pk, action="update").exists()
+    created = AuditEntry.objects.get(object_id=response.json()["subscriptionID"])
+    replaced = created.changes["replacedTrial"]
+    assert (replaced["before"]["state"], replaced["after"]["state"]) == ("active", "expired")
+    assert replaced["after"]["ID"] == str(trial.pk)
     assert owner.client.get("/v1/licenses").json()[0]["subscription"]["planCode"] == "hd-team12m"
 
 

@@ -39,7 +39,7 @@ def test_invited_agents_take_no_seat_until_they_become_active(owner):
     assert invited.status_code == 201
     agent = Agent.objects.get(email="agent1@example.com")
     with pytest.raises(Conflict) as refused:
-        accounts_services.agent_update(agent=agent, status="active")
+        accounts_services.agent_activate(agent=agent)
     assert refused.value.get_codes() == "seat_limit_reached"
     agent.refresh_from_db()
     assert agent.status == STATUS_INVITED
@@ -50,7 +50,7 @@ def test_an_invited_agent_becomes_active_when_a_seat_is_free(owner):
     SubscriptionFactory(license=owner.license, quantity=2)
     agent = AgentFactory(license=owner.license, status=STATUS_INVITED)
     # when
-    accounts_services.agent_update(agent=agent, status="active")
+    accounts_services.agent_activate(agent=agent)
     # then
     agent.refresh_from_db()
     assert agent.status == "active"

@@ -38,7 +38,9 @@ def test_it_creates_the_license_with_its_team_template_and_owner(newcomer):
     assert body["defaultTeamID"] == str(license.default_team_id)
     assert body["defaultTemplateID"] == str(license.default_template_id)
     assert body["source"]["utmSource"] == "ads" and body["source"]["referrer"] == "x.com"
-    assert body["createdBy"] == str(newcomer.pk) and body["createdByType"] == "agent"
+    assert (
+        body["createdBy"] == str(license.agents.get(account=newcomer).pk) and body["createdByType"] == "agent"
+    )
     # and the team, the template and the caller as its active owner exist in that license
     assert Team.objects.for_license(license).get().pk == license.default_team_id
     template = Template.objects.for_license(license).get()

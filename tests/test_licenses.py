@@ -51,7 +51,7 @@ def test_the_owner_updates_settings_and_the_default_team(owner):
     assert body["settings"]["poweredByFooter"] is True  # untouched settings keep their values
     owner.license.refresh_from_db()
     assert owner.license.default_team_id == team.pk
-    assert body["updatedBy"] == str(owner.account.pk)
+    assert body["updatedBy"] == str(owner.agent.pk)
 
 
 @pytest.mark.parametrize("role", ["normal", "viewer"])
@@ -101,3 +101,29 @@ def test_another_licenses_team_cannot_become_the_default(owner, other_license):
 def test_another_license_is_a_404_even_by_id(owner, other_license):
     assert owner.client.get(f"/v1/licenses/{other_license.pk}").status_code == 404
     assert owner.client.patch(f"/v1/licenses/{other_license.pk}", {}, format="json").status_code == 404
+
+
+def test_stamps_name_an_agent_or_the_system_never_null_or_empty(owner, db):
+    """createdBy/updatedBy follow one rule on every resource: the agent's ID (what /v1/agents lists), or the
+    system's fixed ID for what the system made; rows stamped before the rule (null, or "" on a license) read
+    as the system."""
+    from accounts.models import License, Team
+    from helpdesk.context import SYSTEM_ACTOR_ID
+    from tests.factories import LicenseFactory
+
+    system = str(SYSTEM_ACTOR_ID)
+    # a license made by the system (an operator command, a factory) and its team
+    made = LicenseFactory()
+    assert (made.created_by, made.updated_by) == (system, system)
+    assert made.default_team.created_by == SYSTEM_ACTOR_ID
+    # rows stamped before the rule
+    License.objects.filter(pk=owner.license.pk).update(created_by="", updated_by="")
+    Team.objects.filter(pk=owner.license.default_team_id).update(created_by=None, updated_by=None)
+    body = owner.client.get(f"/v1/licenses/{owner.license.pk}").json()
+    assert (body["createdBy"], body["updatedBy"]) == (system, system)
+    team = owner.client.get(f"/v1/teams/{owner.license.default_team_id}").json()
+    assert (team["createdBy"], team["updatedBy"]) == (system, system)
+    # an agent's change names the agent
+    owner.client.patch(f"/v1/teams/{owner.license.default_team_id}", {"name": "Renamed"}, format="json")
+    team = owner.client.get(f"/v1/teams/{owner.license.default_team_id}").json()
+    assert team["updatedBy"] == str(owner.agent.pk)

@@ -82,3 +82,49 @@ def test_the_redis_cache_keeps_one_client_per_connection_pool():
     assert cache.get_many(["settings-test", "missing"]) == {"settings-test": {"n": 1}}
     assert cache.add("settings-test", 2) is False
     assert client.exists(cache.make_and_validate_key("settings-test")) == 1
+
+
+def test_the_deploy_checks_pass_with_production_variables(tmp_path):
+    """`manage.py check --deploy` with DEBUG=false: HSTS, SSL redirect and secure cookies are on by default."""
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("DEBUG", "SECRET_KEY", "DATABASE_URL", "REDIS_URL")
+    }
+    env.update(
+        HELPDESK_VAR_DIR=str(tmp_path),
+        DEBUG="false",
+        SECRET_KEY="k3y-" + "a1B2c3D4e5F6g7H8i9J0" * 3,
+        ALLOWED_HOSTS="help.example.com",
+        SECURE_PROXY_SSL_HEADER="X-Forwarded-Proto: https",
+    )
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no issues" in result.stdout
+
+
+def test_the_https_settings_come_from_the_environment(tmp_path):
+    code = (
+        "import django; django.setup(); from django.conf import settings as s; "
+        "print(s.SECURE_SSL_REDIRECT, s.SECURE_HSTS_SECONDS, s.SECURE_HSTS_PRELOAD, s.SESSION_COOKIE_SECURE, "
+        "s.CSRF_COOKIE_SECURE, s.SECURE_PROXY_SSL_HEADER)"
+    )
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("DEBUG", "SECRET_KEY", "DATABASE_URL", "REDIS_URL")
+    }
+    env.update(
+        HELPDESK_VAR_DIR=str(tmp_path), DEBUG="false", SECRET_KEY="x" * 50, SECURE_SSL_REDIRECT="false",
+        SECURE_HSTS_SECONDS="600", SECURE_HSTS_PRELOAD="no", SESSION_COOKIE_SECURE="true",
+        SECURE_PROXY_SSL_HEADER="X-Forwarded-Proto: https",
+    )  # fmt: skip
+    env.setdefault("DJANGO_SETTINGS_MODULE", "helpdesk.settings")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().split(maxsplit=5) == [
+        "False", "600", "False", "True", "True", "('HTTP_X_FORWARDED_PROTO', 'https')"
+    ]  # fmt: skip
+    # a malformed header is an error, not a guess
+    env["SECURE_PROXY_SSL_HEADER"] = "https"
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert result.returncode != 0 and "SECURE_PROXY_SSL_HEADER must look like" in result.stderr

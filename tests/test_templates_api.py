@@ -37,7 +37,7 @@ def test_it_creates_a_template(owner):
     body = response.json()
     assert body["name"] == "Brand" and body["type"] == "visual" and body["content"] == CONTENT
     assert body["licenseID"] == owner.license.pk
-    assert body["createdBy"] == str(owner.account.pk) and body["createdByType"] == "agent"
+    assert body["createdBy"] == str(owner.agent.pk) and body["createdByType"] == "agent"
     assert body["attachments"] == []
     assert Template.objects.for_license(owner.license).filter(pk=body["ID"]).exists()
 

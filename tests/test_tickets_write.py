@@ -46,7 +46,7 @@ def test_it_creates_a_ticket_with_the_contract_shape(owner):
     assert body["language"] == "en"
     assert body["shortID"] == "1"
     assert body["createdAt"].endswith("Z") and body["lastMessageAt"] == body["createdAt"]
-    assert body["createdBy"] == str(owner.account.pk)
+    assert body["createdBy"] == str(owner.agent.pk)
     assert body["createdByType"] == "agent"
 
 

@@ -31,6 +31,7 @@ from django.db.models import CharField, Value
 
 from accounts.models import Agent, Team
 from helpdesk.api.renderers import iso
+from helpdesk.context import SYSTEM_ACTOR_ID
 from tickets.events_output import events_by_ticket
 from tickets.models import Ticket
 
@@ -61,7 +62,8 @@ def _document_sql() -> str:
     return f"""json_build_object(
         'ID', t.id, 'licenseID', t.license_id,
         'createdAt', {_ts("t.created_at")}, 'updatedAt', {_ts("t.updated_at")},
-        'createdBy', t.created_by, 'updatedBy', t.updated_by, 'createdByType', t.created_by_type,
+        'createdBy', COALESCE(t.created_by, '{SYSTEM_ACTOR_ID}'::uuid),
+        'updatedBy', COALESCE(t.updated_by, '{SYSTEM_ACTOR_ID}'::uuid), 'createdByType', t.created_by_type,
         'shortID', t.short_id, 'lastMessageAt', {_ts("t.last_message_at")},
         'parent', (SELECT json_build_object('ID', pt.id, 'shortID', pt.short_id, 'subject', pt.subject)
                    FROM {ticket} pt WHERE pt.id = t.parent_id),
@@ -199,8 +201,8 @@ def ticket_dicts(rows) -> list[dict]:
                 "licenseID": t["license_id"],
                 "createdAt": iso(t["created_at"]),
                 "updatedAt": iso(t["updated_at"]),
-                "createdBy": _uuid_str(t["created_by"]),
-                "updatedBy": _uuid_str(t["updated_by"]),
+                "createdBy": str(t["created_by"] or SYSTEM_ACTOR_ID),  # null: the system, before the rule
+                "updatedBy": str(t["updated_by"] or SYSTEM_ACTOR_ID),
                 "createdByType": t["created_by_type"],
                 "shortID": t["short_id"],
                 "lastMessageAt": iso(t["last_message_at"]),

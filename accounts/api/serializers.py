@@ -73,8 +73,6 @@ def _attach_subscriptions(licenses) -> None:
 
 class LicenseSerializer(StampedOutputSerializer):
     ID = serializers.IntegerField(source="pk", read_only=True)
-    createdBy = serializers.CharField(source="created_by", read_only=True)
-    updatedBy = serializers.CharField(source="updated_by", read_only=True)
     defaultTeamID = serializers.UUIDField(source="default_team_id", read_only=True)
     defaultTemplateID = serializers.UUIDField(source="default_template_id", read_only=True, allow_null=True)
     flags = LicenseFlagsSerializer(read_only=True)

@@ -1,10 +1,21 @@
 from rest_framework import serializers
 
 from helpdesk.api.serializers import TimestampField
+from helpdesk.context import SYSTEM_ACTOR_ID
+
+
+class AuthorIDField(serializers.UUIDField):
+    """Never null (the spec types it as uuid): entries of the system written before SYSTEM_ACTOR_ID existed
+    hold null, and mean the system."""
+
+    def get_attribute(self, instance):  # DRF skips to_representation() for None
+        return super().get_attribute(instance) or SYSTEM_ACTOR_ID
 
 
 class AuthorSerializer(serializers.Serializer):
-    ID = serializers.UUIDField(source="author_id", allow_null=True)
+    ID = AuthorIDField(source="author_id")
+    # The person's account (what Basic authentication names), null for the system; ID is the agent.
+    accountID = serializers.UUIDField(source="author_account_id", allow_null=True)
     type = serializers.CharField(source="author_type")
     email = serializers.CharField(source="author_email")
     ip = serializers.CharField(source="author_ip")
@@ -12,7 +23,7 @@ class AuthorSerializer(serializers.Serializer):
 
 
 class AuditEntrySerializer(serializers.Serializer):
-    """The spec's audit log entry, letter for letter."""
+    """The spec's audit log entry, letter for letter (plus `author.accountID`)."""
 
     ID = serializers.UUIDField(source="pk")
     createdAt = TimestampField(source="created_at")

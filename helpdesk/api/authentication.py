@@ -11,7 +11,6 @@ import base64
 import binascii
 import functools
 import hashlib
-import hmac
 import uuid
 from datetime import timedelta
 
@@ -34,11 +33,22 @@ def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
+def _canonical_account_id(account_hint: str) -> uuid.UUID | None:
+    """The account ID in any spelling `uuid.UUID` reads (upper case, no hyphens, braces), else None."""
+    try:
+        return uuid.UUID(account_hint)
+    except ValueError:
+        return None
+
+
 def _failure_keys(request, account_hint: str) -> list[str]:
     ip = request.META.get("REMOTE_ADDR", "")
     keys = [f"authfail:ip:{ip}"]
-    if account_hint:
-        keys.append(f"authfail:acct:{account_hint[:64]}")
+    # Keyed by the canonical ID: every spelling of one account shares one bucket. A hint that is no UUID
+    # names no account (it can never authenticate), so only the address counts its failures.
+    account_id = _canonical_account_id(account_hint)
+    if account_id is not None:
+        keys.append(f"authfail:acct:{account_id}")
     return keys
 
 
@@ -94,7 +104,9 @@ class TokenBasicAuthentication(authentication.BaseAuthentication):
         if scheme.lower() != "basic" or not credentials.strip():
             raise exceptions.AuthenticationFailed(_INVALID)
         account_id, token = _parse_basic(credentials.strip())
-        found = self._lookup(account_id, token, _wanted_license(request))
+        wanted_license = _wanted_license(request)
+        request.wanted_license_id = wanted_license  # for the 403 when the caller is no agent of it
+        found = self._lookup(account_id, token, wanted_license)
         if found is None:
             # Only failures touch the throttle: valid credentials are never locked out by someone else's
             # failures from the same address, and a successful request costs no cache round trip.
@@ -108,7 +120,13 @@ class TokenBasicAuthentication(authentication.BaseAuthentication):
         request.token = pat
         request.agent = agent
         request.license = agent.license if agent else None
-        update_actor(type=API, id=account.id, email=account.email)
+        update_actor(
+            type=API,
+            id=account.id,
+            email=account.email,
+            agent_id=agent.pk if agent else None,
+            license_id=agent.license_id if agent else None,
+        )
         return account, pat
 
     def authenticate_header(self, request):
@@ -116,34 +134,22 @@ class TokenBasicAuthentication(authentication.BaseAuthentication):
 
     @staticmethod
     def _lookup(account_id: str, token: str, wanted_license: int | None):
-        """(token, membership) for valid credentials, else None; one query on the hot path.
+        """(token, membership) for valid credentials, else None; always exactly one query.
 
-        The membership is the caller's active agent (the oldest, or the `X-License-ID` one). An account with no
-        such membership (first login, before it creates its license) costs a second query for the token alone.
+        The membership is the caller's active agent (the oldest, or the `X-License-ID` one), None for an account
+        with no such membership (first login, before it creates its license). An unknown token and a valid token
+        sent with another account's ID take the same path (the account is part of the query, no row comes
+        back), so neither the answer nor its timing tells whether a leaked token is live.
         """
-        from accounts.models import PersonalAccessToken
-
         if not token.startswith(settings.HELPDESK_TOKEN_PREFIX):
             return None
-        try:
-            uuid.UUID(account_id)
-        except ValueError:
+        account_uuid = _canonical_account_id(account_id)
+        if account_uuid is None:
             return None
-        token_hash = hash_token(token)
-        found = _caller(token_hash, wanted_license)
-        if found is not None:
-            pat, agent = found
-        else:
-            agent = None
-            pat = (
-                PersonalAccessToken.objects.select_related("account")
-                .filter(token_hash=token_hash, revoked_at__isnull=True)
-                .first()
-            )
-            if pat is None:
-                return None
-        if not hmac.compare_digest(str(pat.account_id), account_id.lower()):
+        found = _caller(hash_token(token), account_uuid, wanted_license)
+        if found is None:
             return None
+        pat, agent = found
         if not pat.account.is_active or MIN_SCOPE not in pat.scopes:
             return None
         return pat, agent
@@ -187,12 +193,12 @@ def _caller_query(vendor: str):
     select += [f'p."{field.column}"' for field in pat_fields]
     sql = f"""
         SELECT {", ".join(select)}
-        FROM {Agent._meta.db_table} a
-        JOIN {Account._meta.db_table} c ON c.id = a.account_id
-        JOIN {PersonalAccessToken._meta.db_table} p ON p.account_id = a.account_id
-        JOIN {License._meta.db_table} l ON l.id = a.license_id
-        WHERE p.token_hash = %(hash)s AND p.revoked_at IS NULL AND a.status = %(active)s
+        FROM {PersonalAccessToken._meta.db_table} p
+        JOIN {Account._meta.db_table} c ON c.id = p.account_id
+        LEFT JOIN {Agent._meta.db_table} a ON a.account_id = p.account_id AND a.status = %(active)s
           AND (%(license)s::bigint IS NULL OR a.license_id = %(license)s::bigint)
+        LEFT JOIN {License._meta.db_table} l ON l.id = a.license_id
+        WHERE p.token_hash = %(hash)s AND p.revoked_at IS NULL AND p.account_id = %(account)s
         ORDER BY a.created_at, a.id
         LIMIT 1"""
     if vendor != "postgresql":
@@ -211,22 +217,32 @@ def _load(model, attnames, converters, values):
     return model.from_db(connection.alias, attnames, values)
 
 
-def _caller(token_hash: str, wanted_license: int | None):
-    """(token, agent with its license and account) for an unrevoked token with an active membership."""
-    from accounts.models import STATUS_ACTIVE, PersonalAccessToken
+def _caller(token_hash: str, account_id: uuid.UUID, wanted_license: int | None):
+    """(token, agent with its license and account, or None) for an unrevoked token of `account_id`."""
+    from accounts.models import STATUS_ACTIVE, Account, PersonalAccessToken
 
     sql, loaders, pat_converters = _caller_query(connection.vendor)
+    params = {
+        "hash": token_hash,
+        "account": Account._meta.pk.get_db_prep_value(account_id, connection),
+        "active": STATUS_ACTIVE,
+        "license": wanted_license,
+    }
     with connection.cursor() as cursor:
-        cursor.execute(sql, {"hash": token_hash, "active": STATUS_ACTIVE, "license": wanted_license})
+        cursor.execute(sql, params)
         row = cursor.fetchone()
     if row is None:
         return None
     instances, start = [], 0
     for model, attnames, converters in loaders:
-        instances.append(_load(model, attnames, converters, row[start : start + len(attnames)]))
+        values = row[start : start + len(attnames)]
+        # No membership: the agent's and the license's columns are all NULL (LEFT JOIN).
+        missing = model is not Account and values[attnames.index("id")] is None
+        instances.append(None if missing else _load(model, attnames, converters, values))
         start += len(attnames)
     agent, license, account = instances
-    agent.license, agent.account = license, account
+    if agent is not None:
+        agent.license, agent.account = license, account
     pat_id, scopes, last_used_at = (
         _convert(converters, value) for converters, value in zip(pat_converters, row[start:], strict=True)
     )

@@ -16,6 +16,16 @@ class NoLicense(exceptions.PermissionDenied):
     default_code = "no_license"
 
 
+class LicenseNotMember(exceptions.PermissionDenied):
+    """`X-License-ID` names a license the caller is no active agent of. The same answer whether that license
+    exists or not: the header must not become a way to probe license IDs."""
+
+    default_code = "license_not_member"
+
+    def __init__(self, license_id: int):
+        super().__init__(f"You are not an agent of license {license_id}.")
+
+
 class InsufficientScope(exceptions.PermissionDenied):
     default_detail = "This token is read-only."
     default_code = "insufficient_scope"
@@ -42,7 +52,8 @@ class RolePermission(permissions.BasePermission):
             return True
         agent = getattr(request, "agent", None)
         if agent is None:
-            raise NoLicense()
+            wanted = getattr(request, "wanted_license_id", None)
+            raise NoLicense() if wanted is None else LicenseNotMember(wanted)
         allowed = self.allowed_roles(request, view)
         if not set(agent.roles) & allowed:
             raise exceptions.PermissionDenied("Your role does not allow this operation.")

@@ -1,9 +1,12 @@
 """Base serializers: unknown body fields are a 400 naming them (no silent ignore, no mass assignment), and
 `null` for an optional field is read as the client means it (not given, or cleared where the field allows null)."""
 
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from helpdesk.api.renderers import iso
+from helpdesk.context import SYSTEM_ACTOR_ID
 
 
 class StrictSerializer(serializers.Serializer):
@@ -37,11 +40,23 @@ class TimestampField(serializers.DateTimeField):
         return iso(value)
 
 
+@extend_schema_field(OpenApiTypes.UUID)
+class StampIDField(serializers.CharField):
+    """`createdBy`/`updatedBy`: an agent ID, or SYSTEM_ACTOR_ID; never null or empty (rows stamped by the system
+    before the rule hold null, or "" on a license, and mean the system)."""
+
+    def get_attribute(self, instance):  # DRF skips to_representation() for None
+        return super().get_attribute(instance) or SYSTEM_ACTOR_ID
+
+    def to_representation(self, value):
+        return str(value)
+
+
 class StampedOutputSerializer(serializers.Serializer):
     """createdAt/createdBy/createdByType/updatedAt/updatedBy, shared by every stamped resource."""
 
     createdAt = TimestampField(source="created_at", read_only=True)
-    createdBy = serializers.CharField(source="created_by", read_only=True, allow_null=True)
+    createdBy = StampIDField(source="created_by", read_only=True)
     createdByType = serializers.CharField(source="created_by_type", read_only=True)
     updatedAt = TimestampField(source="updated_at", read_only=True)
-    updatedBy = serializers.CharField(source="updated_by", read_only=True, allow_null=True)
+    updatedBy = StampIDField(source="updated_by", read_only=True)
