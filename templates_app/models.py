@@ -82,3 +82,7 @@ class Invitation(LicenseOwned):
 
     def __str__(self):
         return f"Invitation of {self.agent_id}"
+
+
+# Received mail lives in its own module; importing it here registers the models with the app.
+from templates_app.models_inbound import BlockedSender, InboundMessage  # noqa: E402, F401
