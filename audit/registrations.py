@@ -8,7 +8,7 @@ token's hash must never reach a diff anyway. Add them here with `secrets=("token
 from accounts.models import Agent, License, Team
 from audit.registry import register
 from billing.models import Subscription
-from templates_app.models import Template
+from templates_app.models import BlockedSender, Template
 from tickets.models import Tag
 
 # detectedLanguages is derived from tickets (updated as their languages are detected), not a change anyone made.
@@ -30,3 +30,4 @@ register(Template, target="emailTemplates", m2m={"attachments": "attachments"})
 # charge_in_flight is the billing's own lock between the gateway call and the ledger, not a change.
 register(Subscription, target="licenses", exclude=("charge_in_flight",))
 register(Tag, target="tags")
+register(BlockedSender, target="blockedEmails")

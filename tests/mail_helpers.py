@@ -1,5 +1,6 @@
 """Loading the hand-written message corpus of tests/mail/ with its placeholders filled in."""
 
+import email.policy
 from pathlib import Path
 
 MAIL_DIR = Path(__file__).parent / "mail"
@@ -26,4 +27,4 @@ def simple(
     if "Message-ID" not in msg:
         msg["Message-ID"] = make_msgid(domain="client.example")
     msg.set_content(body)
-    return msg.as_bytes()
+    return msg.as_bytes(policy=email.policy.SMTP)  # CRLF line ends, as on the wire

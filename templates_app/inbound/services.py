@@ -442,3 +442,35 @@ def inbound_message_receive(
         auto_reply_allowed=False,
         note="already received",
     )
+
+
+# --- blocked senders ------------------------------------------------------------------------------------------
+
+
+def _normalized_block(email: str) -> str:
+    from helpdesk.api.errors import field_error
+
+    value = (email or "").strip().lower()
+    local, at, domain = value.rpartition("@")
+    if not at or not domain or "." not in domain or " " in value or local.count("@"):
+        raise field_error("email", "An address (jo@example.com) or a domain (@example.com).")
+    return value
+
+
+@transaction.atomic
+def blocked_sender_create(*, license: License, email: str) -> BlockedSender:
+    from accounts.services import stamp_create
+    from helpdesk.api.errors import field_error
+
+    email = _normalized_block(email)
+    if BlockedSender.objects.filter(license=license, email__iexact=email).exists():
+        raise field_error("email", "This sender is already blocked.", code="unique")
+    blocked = BlockedSender(license=license, email=email)
+    stamp_create(blocked)
+    blocked.save()
+    return blocked
+
+
+@transaction.atomic
+def blocked_sender_delete(*, blocked: BlockedSender) -> None:
+    blocked.delete()
