@@ -167,12 +167,13 @@ def _find_ticket(target: _Target, mail: parse.ParsedMail, sender: str) -> tuple[
     return ticket, how
 
 
-def is_blocked(license: License, email: str) -> bool:
-    email = email.lower()
-    domain = "@" + email.rpartition("@")[2]
-    return BlockedSender.objects.filter(license=license, email__iexact=email).exists() or (
-        BlockedSender.objects.filter(license=license, email__iexact=domain).exists()
-    )
+def is_blocked(license: License, *emails: str) -> bool:
+    """Whether any of `emails` (or its domain) is blocked in the license: one query (stored lower case)."""
+    values = set()
+    for email in emails:
+        email = email.lower()
+        values.update({email, "@" + email.rpartition("@")[2]})
+    return BlockedSender.objects.filter(license=license, email__in=values).exists()
 
 
 def _team_of(target: _Target) -> Team | None:
@@ -267,7 +268,7 @@ def _added_message(ticket: Ticket) -> Message | None:
     added = getattr(ticket, "last_added_message", None)
     if added is not None:
         return added
-    return Message.objects.filter(ticket=ticket).order_by("-created_at").first()
+    return Message.objects.filter(ticket=ticket).order_by("-created_at").only("id").first()
 
 
 # --- the outcomes -----------------------------------------------------------------------------------------
@@ -339,10 +340,14 @@ def _handle(inbound: InboundMessage, target: _Target, mail: parse.ParsedMail, en
         inbound.kind, inbound.note = InboundMessage.KIND_LOOP, "our own mail came back: dropped"
         return
     requester = _requester(mail)
+    if requester is None and envelope_sender and "@" in envelope_sender:
+        # no From header (a bare script's mail): the envelope sender is who wrote
+        requester = parse.Address(envelope_sender.lower())
+        inbound.sender = sender = requester.email
     if requester is None:
         inbound.kind, inbound.note = InboundMessage.KIND_LOOP, "no sender address: dropped"
         return
-    spam = mail.spam_flag or is_blocked(license, sender) or is_blocked(license, requester.email)
+    spam = mail.spam_flag or is_blocked(license, sender, requester.email)
     ticket, how = (None, "") if spam else _find_ticket(target, mail, sender)
     team = _team_of(target)
     if ticket is not None and not _on_ticket(ticket, sender):
