@@ -125,7 +125,7 @@ class InboundMessageAdmin(ReadOnlyLicenseScopedAdmin):
     """Received mail as it came (for support): what became of it, and the raw message to view or download."""
 
     list_display = (
-        "received_at",
+        "created_at",
         "sender",
         "subject",
         "kind",
@@ -136,8 +136,8 @@ class InboundMessageAdmin(ReadOnlyLicenseScopedAdmin):
     list_select_related = ("license", "ticket")
     list_filter = ("kind", "auto_reply_allowed", ("license", ScopedRelatedListFilter))
     search_fields = ("sender", "subject", "message_id")
-    date_hierarchy = "received_at"
-    ordering = ("-received_at",)
+    date_hierarchy = "created_at"
+    ordering = ("-created_at",)
     exclude = ("raw",)
     readonly_fields = ("raw_message",)
 

@@ -13,7 +13,7 @@ from accounts.models import LicenseOwned, Stamped
 
 
 def raw_path(instance, filename):
-    return f"inbound/{instance.license_id}/{instance.received_at:%Y/%m}/{instance.pk}.eml"
+    return f"inbound/{instance.license_id}/{instance.created_at:%Y/%m}/{instance.pk}.eml"
 
 
 class InboundMessage(LicenseOwned):
@@ -31,7 +31,7 @@ class InboundMessage(LicenseOwned):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     message_id = models.CharField(max_length=500)
-    received_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=timezone.now)  # when it was received
     kind = models.CharField(max_length=10, choices=[(k, k) for k in KINDS])
     sender = models.CharField(max_length=254, blank=True)  # From (lower case), "" when there is none
     recipient = models.CharField(max_length=254, blank=True)  # the inbound address that named the license
@@ -55,8 +55,8 @@ class InboundMessage(LicenseOwned):
         ]
         indexes = [
             # the storm limit: auto-replies to one sender in the last hour
-            models.Index(fields=["license", "sender", "received_at"], name="inbound_license_sender"),
-            models.Index(fields=["license", "received_at"], name="inbound_license_received"),
+            models.Index(fields=["license", "sender", "created_at"], name="inbound_license_sender"),
+            models.Index(fields=["license", "created_at"], name="inbound_license_created"),
         ]
 
     def __str__(self):

@@ -139,6 +139,15 @@ def test_a_team_address_lands_in_that_team(license):
     assert list(ticket.teams.all()) == [team]
 
 
+def test_without_a_from_header_the_envelope_sender_is_the_requester(license):
+    raw = b"To: s@example.com\r\nSubject: bare\r\nMessage-ID: <bare@x>\r\n\r\nHello\r\n"
+    result = inbound_message_receive(
+        raw=raw, recipients=[license_address(license.pk)], envelope_sender="Jo@Example.com"
+    )
+    assert ticket_of(result).requester_email == "jo@example.com"
+    assert receive(license, raw.replace(b"bare@x", b"bare2@x")).kind == "loop"  # nobody to answer: dropped
+
+
 def test_a_contact_form_reply_to_is_the_requester(license):
     raw = simple(sender="no-reply@forms.example", headers={"Reply-To": "Real Person <real@example.com>"})
     ticket = ticket_of(receive(license, raw))
@@ -368,7 +377,7 @@ def test_at_most_ten_auto_replies_per_sender_per_hour(license, other_license):
     assert receive(license, simple(sender="calm@example.com")).auto_reply_allowed
     assert receive(other_license, simple(sender="storm@example.com")).auto_reply_allowed
     assert Ticket.objects.filter(license=license, requester_email="storm@example.com").count() == 12
-    with time_machine.travel(InboundMessage.objects.latest("received_at").received_at.timestamp() + 3700):
+    with time_machine.travel(InboundMessage.objects.latest("created_at").created_at.timestamp() + 3700):
         assert receive(license, simple(sender="storm@example.com")).auto_reply_allowed
 
 
@@ -392,6 +401,13 @@ def test_our_own_mail_coming_back_is_dropped(license):
     raw = simple(sender=license_address(license.pk))
     result = receive(license, raw)
     assert result.kind == "loop" and result.status == "stored" and not Ticket.objects.exists()
+
+
+def test_a_mail_with_one_of_our_message_ids_is_dropped(license):
+    # e.g. our reply to a customer whose mailbox forwards everything back to their help desk address
+    raw = simple(sender="jo@example.com", headers={"Message-ID": "<3f0c9a@inbound.helpdesk.localhost>"})
+    result = receive(license, raw)
+    assert result.kind == "loop" and not Ticket.objects.exists()
 
 
 def test_spam_flag_and_blocked_senders_go_to_spam(license):

@@ -28,7 +28,7 @@ from django.db import IntegrityError, transaction
 
 from accounts.models import Attachment, License, Team
 from helpdesk.context import EMAIL_MESSAGE, Actor, acting_as
-from templates_app.addresses import InboundAddress, parse_inbound_address
+from templates_app.addresses import InboundAddress, inbound_domain, parse_inbound_address
 from templates_app.inbound import parse
 from templates_app.models import BlockedSender, InboundMessage, OutboundMessage
 from tickets import services as ticket_services
@@ -104,6 +104,11 @@ def _outbound_has(field: str) -> bool:
     except FieldDoesNotExist:
         return False
     return True
+
+
+def _is_our_message_id(message_id: str) -> bool:
+    # the mail-out side makes its Message-IDs in the inbound domain (<hex>@inbound.<domain>)
+    return message_id.strip("<>").lower().endswith("@" + inbound_domain())
 
 
 def _outbound_fk(model):
@@ -227,7 +232,7 @@ def _storm_reached(license: License, sender: str, now) -> bool:
     committed row (READ COMMITTED takes a fresh snapshot per statement)."""
     since = now - timedelta(hours=1)
     sent = InboundMessage.objects.filter(
-        license=license, sender=sender, auto_reply_allowed=True, received_at__gte=since
+        license=license, sender=sender, auto_reply_allowed=True, created_at__gte=since
     ).count()
     return sent >= settings.INBOUND_AUTO_REPLIES_PER_HOUR
 
@@ -336,7 +341,11 @@ def _handle(inbound: InboundMessage, target: _Target, mail: parse.ParsedMail, en
     if mail.bounce is not None:
         _record_bounce(inbound, mail)
         return
-    if parse_inbound_address(sender) is not None or _outbound_by_message_ids(license, [mail.message_id]):
+    if (
+        parse_inbound_address(sender) is not None
+        or _is_our_message_id(mail.message_id)
+        or _outbound_by_message_ids(license, [mail.message_id])
+    ):
         inbound.kind, inbound.note = InboundMessage.KIND_LOOP, "our own mail came back: dropped"
         return
     requester = _requester(mail)
@@ -364,7 +373,7 @@ def _handle(inbound: InboundMessage, target: _Target, mail: parse.ParsedMail, en
         ticket = _new_ticket(inbound, target, mail, requester, spam=spam, team=team, txn_id=txn_id)
         inbound.kind = InboundMessage.KIND_TICKET
         reason = _no_auto_reply_reason(mail, envelope_sender)
-        if not reason and _storm_reached(license, sender, inbound.received_at):
+        if not reason and _storm_reached(license, sender, inbound.created_at):
             reason = (
                 f"no auto-reply: more than {settings.INBOUND_AUTO_REPLIES_PER_HOUR} to {sender} this hour"
             )
