@@ -48,7 +48,7 @@ def test_a_new_mail_becomes_a_client_ticket_with_the_cc_in_the_loop(license):
     (message,) = messages(ticket)
     assert message.author_type == "client" and not message.is_private
     assert message.text.startswith("Hello,\n\nsince this morning I can't log in")
-    assert ticket.created_by_type == "system" or ticket.created_by_type  # stamped by the e-mail actor
+    assert ticket.created_by_type == "client"  # stamped by the e-mail actor
     inbound = InboundMessage.objects.get(pk=result.inbound_id)
     assert inbound.ticket_message == message and inbound.sender == "jana.novak@example.com"
     assert inbound.raw.read() == load("multipart_alternative.eml", license=license.pk)
