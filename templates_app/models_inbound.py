@@ -33,7 +33,8 @@ class InboundMessage(LicenseOwned):
     message_id = models.CharField(max_length=500)
     created_at = models.DateTimeField(default=timezone.now)  # when it was received
     kind = models.CharField(max_length=10, choices=[(k, k) for k in KINDS])
-    sender = models.CharField(max_length=254, blank=True)  # From (lower case), "" when there is none
+    # who wrote, lower case: the requester (From, or a contact form's Reply-To); "" when nobody
+    sender = models.CharField(max_length=254, blank=True)
     recipient = models.CharField(max_length=254, blank=True)  # the inbound address that named the license
     subject = models.CharField(max_length=500, blank=True)
     size = models.PositiveIntegerField(default=0)

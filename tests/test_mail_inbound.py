@@ -154,6 +154,14 @@ def test_a_contact_form_reply_to_is_the_requester(license):
     assert (ticket.requester_email, ticket.requester_name) == ("real@example.com", "Real Person")
 
 
+def test_a_contact_forms_customers_each_get_their_acknowledgements(license):
+    def form(number):
+        reply_to = f"Customer {number} <customer{number}@example.com>"
+        return simple(sender="no-reply@forms.example", headers={"Reply-To": reply_to})
+
+    assert all(receive(license, form(number)).auto_reply_allowed for number in range(12))
+
+
 def test_recipients_come_from_the_headers_when_the_envelope_is_unknown(license):
     raw = load("multipart_alternative.eml", license=license.pk)  # Delivered-To names the license
     result = inbound_message_receive(raw=raw, recipients=None)

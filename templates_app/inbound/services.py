@@ -357,6 +357,9 @@ def _handle(inbound: InboundMessage, target: _Target, mail: parse.ParsedMail, en
         inbound.kind, inbound.note = InboundMessage.KIND_LOOP, "no sender address: dropped"
         return
     spam = mail.spam_flag or is_blocked(license, sender, requester.email)
+    # from here on the sender is the person we would answer: a contact form's robot From must not make all
+    # its customers one sender (storm limit) nor keep them off their own tickets
+    inbound.sender = sender = requester.email[:254]
     ticket, how = (None, "") if spam else _find_ticket(target, mail, sender)
     team = _team_of(target)
     if ticket is not None and not _on_ticket(ticket, sender):
