@@ -21,15 +21,27 @@ import logging
 from datetime import timedelta
 
 from django.conf import settings
-from django.core.exceptions import FieldDoesNotExist
 from django.core.files.base import ContentFile
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import IntegrityError, transaction
 
 from accounts.models import Attachment, License, Team
 from helpdesk.context import EMAIL_MESSAGE, Actor, acting_as
-from templates_app.addresses import InboundAddress, inbound_domain, parse_inbound_address
+from templates_app.addresses import parse_inbound_address
 from templates_app.inbound import parse
+from templates_app.inbound.selectors import (
+    Target,
+    candidates,
+    find_ticket,
+    is_blocked,
+    is_our_message_id,
+    license_for,
+    on_ticket,
+    outbound_by_message_ids,
+    outbound_fk,
+    team_of,
+    team_of_ticket,
+)
 from templates_app.models import BlockedSender, InboundMessage, OutboundMessage
 from tickets import services as ticket_services
 from tickets.models import READ_ONLY_SILOS, Message, Ticket
@@ -58,142 +70,6 @@ class Result:
     ticket_id: object = None
     auto_reply_allowed: bool = False
     note: str = ""
-
-
-# --- recipients ---------------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass
-class _Target:
-    license: License
-    address: str
-    inbound: list[InboundAddress]  # every recipient address of this license (team, reply address)
-
-
-def license_for(addresses) -> _Target | None:
-    """The first license of ours named by one of `addresses` (with all its addresses among them)."""
-    parsed = [(a, parse_inbound_address(a)) for a in addresses if a]
-    for address, inbound in parsed:
-        if inbound is None:
-            continue
-        license = License.objects.filter(pk=inbound.license_id).first()
-        if license is not None:
-            same = [p for _, p in parsed if p is not None and p.license_id == license.pk]
-            return _Target(license, address.strip().strip("<>").lower(), same)
-    return None
-
-
-def _candidates(mail: parse.ParsedMail, recipients) -> list[str]:
-    if recipients:
-        return list(recipients)
-    return [*mail.delivered_to, *(a.email for a in mail.to), *(a.email for a in mail.cc)]
-
-
-# --- lookups ----------------------------------------------------------------------------------------------
-
-
-def _id_variants(ids) -> list[str]:
-    # stored with angle brackets; tolerate a sender side that stored them bare
-    return [*ids, *(i.strip("<>") for i in ids)]
-
-
-def _outbound_has(field: str) -> bool:
-    # OutboundMessage.message_id / .ticket / .message come with the mail-out side; until then, no lookup.
-    try:
-        OutboundMessage._meta.get_field(field)
-    except FieldDoesNotExist:
-        return False
-    return True
-
-
-def _is_our_message_id(message_id: str) -> bool:
-    # the mail-out side makes its Message-IDs in the inbound domain (<hex>@inbound.<domain>)
-    return message_id.strip("<>").lower().endswith("@" + inbound_domain())
-
-
-def _outbound_fk(model):
-    """OutboundMessage's foreign key to `model` (the mail-out side names them), or None."""
-    for field in OutboundMessage._meta.concrete_fields:
-        if field.is_relation and field.related_model is model:
-            return field
-    return None
-
-
-def _outbound_by_message_ids(license: License, ids) -> OutboundMessage | None:
-    if not ids or not _outbound_has("message_id"):
-        return None
-    return OutboundMessage.objects.filter(license=license, message_id__in=_id_variants(ids)).first()
-
-
-def _ticket_of_message_ids(license: License, ids) -> Ticket | None:
-    if not ids:
-        return None
-    ticket_id = (
-        InboundMessage.objects.filter(license=license, message_id__in=_id_variants(ids), ticket__isnull=False)
-        .values_list("ticket_id", flat=True)
-        .first()
-    )
-    ticket_fk = _outbound_fk(Ticket)
-    if ticket_id is None and _outbound_has("message_id") and ticket_fk is not None:
-        ticket_id = (
-            OutboundMessage.objects.filter(license=license, message_id__in=_id_variants(ids))
-            .exclude(**{f"{ticket_fk.name}__isnull": True})
-            .values_list(ticket_fk.attname, flat=True)
-            .first()
-        )
-    return Ticket.objects.filter(pk=ticket_id).first() if ticket_id else None
-
-
-def _on_ticket(ticket: Ticket, email: str) -> bool:
-    email = email.lower()
-    return ticket.requester_email.lower() == email or any(
-        (p.get("email") or "").lower() == email for p in ticket.people_in_the_loop or []
-    )
-
-
-def _find_ticket(target: _Target, mail: parse.ParsedMail, sender: str) -> tuple[Ticket | None, str]:
-    license = target.license
-    ticket = _ticket_of_message_ids(license, mail.thread_ids)
-    how = "references"
-    if ticket is None:
-        short_ids = [a.short_id for a in target.inbound if a.short_id]
-        if short_ids:
-            ticket, how = (
-                Ticket.objects.filter(license=license, short_id=short_ids[0]).first(),
-                "reply address",
-            )
-    if ticket is None and mail.subject_tag:
-        tagged = Ticket.objects.filter(license=license, short_id=mail.subject_tag).first()
-        # a tag alone is guessable: it threads only the mail of someone already on the ticket
-        if tagged is not None and _on_ticket(tagged, sender):
-            ticket, how = tagged, "subject tag"
-    if ticket is not None and ticket.parent_id:
-        ticket = Ticket.objects.filter(pk=ticket.parent_id).first() or ticket  # merged: the parent goes on
-    return ticket, how
-
-
-def is_blocked(license: License, *emails: str) -> bool:
-    """Whether any of `emails` (or its domain) is blocked in the license: one query (stored lower case)."""
-    values = set()
-    for email in emails:
-        email = email.lower()
-        values.update({email, "@" + email.rpartition("@")[2]})
-    return BlockedSender.objects.filter(license=license, email__in=values).exists()
-
-
-def _team_of(target: _Target) -> Team | None:
-    prefixes = [a.team_prefix for a in target.inbound if a.team_prefix]
-    if prefixes:
-        team = Team.objects.filter(license=target.license, id__startswith=prefixes[0]).first()
-        if team is not None:
-            return team
-    return None
-
-
-def _ticket_team(ticket: Ticket) -> Team | None:
-    return (
-        ticket.assignment_team or ticket.teams.order_by("created_at").first() or ticket.license.default_team
-    )
 
 
 # --- decisions --------------------------------------------------------------------------------------------
@@ -282,7 +158,7 @@ def _added_message(ticket: Ticket) -> Message | None:
 def _record_bounce(inbound: InboundMessage, mail: parse.ParsedMail) -> None:
     bounce = mail.bounce
     inbound.kind = InboundMessage.KIND_BOUNCE
-    original = _outbound_by_message_ids(
+    original = outbound_by_message_ids(
         inbound.license, [bounce.original_message_id] if bounce.original_message_id else []
     )
     if original is None:
@@ -290,10 +166,10 @@ def _record_bounce(inbound: InboundMessage, mail: parse.ParsedMail) -> None:
         return
     failed = [r for r, action, _ in bounce.recipients if action in ("failed", "")] or [original.to]
     inbound.note = f"bounce of {bounce.original_message_id}: {', '.join(failed)}"[:300]
-    ticket_fk = _outbound_fk(Ticket)
+    ticket_fk = outbound_fk(Ticket)
     if ticket_fk is not None:
         inbound.ticket_id = getattr(original, ticket_fk.attname)
-    message_fk = _outbound_fk(Message)
+    message_fk = outbound_fk(Message)
     record = getattr(ticket_services, "message_delivery_record", None)
     if record is not None and message_fk is not None and getattr(original, message_fk.attname):
         for recipient in failed:
@@ -302,9 +178,7 @@ def _record_bounce(inbound: InboundMessage, mail: parse.ParsedMail) -> None:
     OutboundMessage.objects.filter(pk=original.pk).update(status="bounced", last_error=inbound.note)
 
 
-def _new_ticket(
-    inbound, target: _Target, mail, requester, *, spam: bool, team: Team | None, txn_id
-) -> Ticket:
+def _new_ticket(inbound, target: Target, mail, requester, *, spam: bool, team: Team | None, txn_id) -> Ticket:
     ours = {target.address}
     people = [
         {"email": a.email, "name": a.name}
@@ -336,15 +210,15 @@ def _reply(ticket: Ticket, mail, txn_id) -> Ticket:
     )
 
 
-def _handle(inbound: InboundMessage, target: _Target, mail: parse.ParsedMail, envelope_sender) -> None:
+def _handle(inbound: InboundMessage, target: Target, mail: parse.ParsedMail, envelope_sender) -> None:
     license, sender = target.license, inbound.sender
     if mail.bounce is not None:
         _record_bounce(inbound, mail)
         return
     if (
         parse_inbound_address(sender) is not None
-        or _is_our_message_id(mail.message_id)
-        or _outbound_by_message_ids(license, [mail.message_id])
+        or is_our_message_id(mail.message_id)
+        or outbound_by_message_ids(license, [mail.message_id])
     ):
         inbound.kind, inbound.note = InboundMessage.KIND_LOOP, "our own mail came back: dropped"
         return
@@ -360,10 +234,10 @@ def _handle(inbound: InboundMessage, target: _Target, mail: parse.ParsedMail, en
     # from here on the sender is the person we would answer: a contact form's robot From must not make all
     # its customers one sender (storm limit) nor keep them off their own tickets
     inbound.sender = sender = requester.email[:254]
-    ticket, how = (None, "") if spam else _find_ticket(target, mail, sender)
-    team = _team_of(target)
-    if ticket is not None and not _on_ticket(ticket, sender):
-        ticket_team = _ticket_team(ticket)
+    ticket, how = (None, "") if spam else find_ticket(target, mail, sender)
+    team = team_of(target)
+    if ticket is not None and not on_ticket(ticket, sender):
+        ticket_team = team_of_ticket(ticket)
         if ticket_team is not None and (ticket_team.settings or {}).get("unauthReplyCreatesNewTicket"):
             inbound.note = f"{sender} is not on ticket #{ticket.short_id}: a new ticket (team setting)"
             team, ticket = ticket_team, None
@@ -386,7 +260,7 @@ def _handle(inbound: InboundMessage, target: _Target, mail: parse.ParsedMail, en
     inbound.ticket_message = _added_message(ticket)
 
 
-def _store(target: _Target, raw: bytes, mail: parse.ParsedMail, envelope_sender) -> Result:
+def _store(target: Target, raw: bytes, mail: parse.ParsedMail, envelope_sender) -> Result:
     sender = mail.sender.email if mail.sender else ""
     inbound = InboundMessage(
         license=target.license,
@@ -431,11 +305,11 @@ def inbound_message_receive(
     if len(raw) > limit:
         raise MessageTooLarge(f"Message too large: {len(raw)} bytes, at most {limit} accepted.")
     mail = parse.parse(raw)
-    target = license_for(_candidates(mail, recipients))
+    target = license_for(candidates(mail, recipients))
     if target is None:
         logger.warning(
             "inbound mail refused: no license for %s (from %s, %s)",
-            ", ".join(_candidates(mail, recipients)) or "no recipient",
+            ", ".join(candidates(mail, recipients)) or "no recipient",
             mail.sender.email if mail.sender else "<>",
             mail.message_id,
         )
