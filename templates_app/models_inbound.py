@@ -58,6 +58,8 @@ class InboundMessage(LicenseOwned):
             # the storm limit: auto-replies to one sender in the last hour
             models.Index(fields=["license", "sender", "created_at"], name="inbound_license_sender"),
             models.Index(fields=["license", "created_at"], name="inbound_license_created"),
+            # threading reads a ticket's mail, the purge deletes it
+            models.Index(fields=["license", "ticket"], name="inbound_license_ticket"),
         ]
 
     def __str__(self):

@@ -433,3 +433,24 @@ def test_spam_never_threads_into_or_unspams_a_conversation(license):
     result = receive(license, raw)
     assert result.ticket_id != ticket.pk and ticket_of(result).silo == "spam"
     assert len(messages(ticket)) == 1
+
+
+def test_the_purge_takes_the_received_mail_of_purged_tickets_with_it(license, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from tickets import purge
+
+    ticket = ticket_of(receive(license, load("spam.eml")))  # a spam ticket from e-mail, with its raw mail
+    kept = ticket_of(receive(license, simple()))
+    raw_name = InboundMessage.objects.get(ticket=ticket).raw.name
+    Ticket.objects.filter(pk=ticket.pk).update(updated_at=timezone.now() - timedelta(days=61))
+    result = purge.purge_expired()
+    assert result.run.tickets_deleted == 1 and not Ticket.objects.filter(pk=ticket.pk).exists()
+    assert not InboundMessage.objects.filter(ticket_id=ticket.pk).exists()
+    assert InboundMessage.objects.filter(ticket=kept).exists()
+    purge.purge_expired()  # the next run deletes the files the last one listed
+    from django.core.files.storage import default_storage
+
+    assert not default_storage.exists(raw_name)

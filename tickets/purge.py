@@ -62,6 +62,7 @@ from tickets.models_purge import (
     PurgedFile,
     PurgeRun,
 )
+from tickets.signals import tickets_purging
 
 logger = logging.getLogger("tickets.purge")
 
@@ -236,6 +237,8 @@ def _delete_license_rows(license_id: int, ids: list) -> list[str]:
     )
     attachments = Attachment.objects.filter(license_id=license_id, transaction_id__in=txn_ids)
     files = [name for name in attachments.values_list("file", flat=True) if name]
+    # The apps above tickets delete their rows about these tickets (the e-mail app: mail sent and received).
+    tickets_purging.send(sender=Ticket, license_id=license_id, ticket_ids=ids)
     _raw_delete(Message.objects.filter(license_id=license_id, ticket_id__in=ids))
     _raw_delete(attachments)
     _raw_delete(AttachmentTransaction.objects.filter(license_id=license_id, id__in=txn_ids))

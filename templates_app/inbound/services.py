@@ -365,3 +365,19 @@ def blocked_sender_create(*, license: License, email: str) -> BlockedSender:
 @transaction.atomic
 def blocked_sender_delete(*, blocked: BlockedSender) -> None:
     blocked.delete()
+
+
+# --- purge ------------------------------------------------------------------------------------------------
+
+
+def on_tickets_purging(sender, *, license_id: int, ticket_ids: list, **kwargs) -> None:
+    """Receiver of `tickets.signals.tickets_purging`: the received mail of purged tickets goes with them.
+
+    The raw files are listed in PurgedFile in the batch's transaction; the purge deletes listed files at the
+    start of its next run (delete_leftover_files), so a rolled-back batch deletes none."""
+    from tickets.models_purge import PurgedFile
+
+    rows = InboundMessage.objects.filter(license_id=license_id, ticket_id__in=ticket_ids)
+    names = [name for name in rows.values_list("raw", flat=True) if name]
+    PurgedFile.objects.bulk_create([PurgedFile(name=name) for name in names])
+    rows._raw_delete(rows.db)

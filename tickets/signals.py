@@ -1,0 +1,19 @@
+"""Signals of the ticket services (receivers run inside the service's transaction)."""
+
+from django.dispatch import Signal
+
+# Sent by tickets.services after a message is saved, inside the transaction that writes it (a receiver that
+# writes rows, such as the mail outbox, commits or rolls back with the message), once the ticket's relations
+# are final. Keyword arguments: `message` (tickets.Message), `ticket` (tickets.Ticket), `created_ticket` (True
+# for the first message of a new ticket).
+message_created = Signal()
+
+# Sent by the purge (tickets.purge) inside a batch's transaction, before it deletes the messages and tickets of
+# `ticket_ids` (all of license `license_id`): receivers delete their own rows that point at them, in bounded
+# statements led by the license. Keyword arguments: `license_id`, `ticket_ids`.
+tickets_purging = Signal()
+
+# Sent by tickets.events.History.save() after it writes a change's events, inside that transaction, with the
+# ticket's relations final. Keyword arguments: `ticket`, `events` (the saved TicketEvent rows, in order),
+# `created` (True for the events of a new ticket).
+events_recorded = Signal()
