@@ -7,6 +7,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
+SMTP_PORT ?= 2525
 
 .PHONY: run test venv lint
 
@@ -23,9 +24,13 @@ run: export HELPDESK_APP_URL ?= http://$(HOST):$(PORT)
 run: venv
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py demo_license --base-url http://$(HOST):$(PORT)
+	@echo "Inbound mail: SMTP on $(HOST):$(SMTP_PORT). Send a test mail to the address printed above, e.g.:"
+	@echo "  swaks --server $(HOST):$(SMTP_PORT) --to ADDRESS --from you@example.com --header 'Subject: Test'"
+	@echo "  $(PY) -c \"import smtplib; smtplib.SMTP('$(HOST)', $(SMTP_PORT)).sendmail('you@example.com', ['ADDRESS'], b'From: you@example.com\\r\\nSubject: Test\\r\\n\\r\\nHello')\""
 	@bash -c 'trap "kill 0" EXIT; \
 	  $(VENV)/bin/celery -A helpdesk worker --beat --loglevel=INFO --concurrency=2 \
 	    --schedule=var/celerybeat-schedule & \
+	  $(PY) manage.py smtp_inbound --host $(HOST) --port $(SMTP_PORT) & \
 	  $(PY) manage.py runserver $(HOST):$(PORT) --noreload'
 
 test: venv

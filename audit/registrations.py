@@ -8,7 +8,7 @@ token's hash must never reach a diff anyway. Add them here with `secrets=("token
 from accounts.models import Agent, License, Team
 from audit.registry import register
 from billing.models import PENDING, Subscription
-from templates_app.models import ReplyAddress, Template
+from templates_app.models import BlockedSender, ReplyAddress, Template
 from tickets.models import Tag
 from tickets.webhooks.models import Webhook
 
@@ -47,3 +47,4 @@ register(Tag, target="tags")
 register(ReplyAddress, target="replyAddresses")
 # The secret is recorded only as changed; `status` (failing/active) is the deliveries' outcome, not a change.
 register(Webhook, target="webhooks", secrets=("secret",), exclude=("status",))
+register(BlockedSender, target="blockedEmails")

@@ -43,6 +43,8 @@ class Actor:
     @property
     def created_by_type(self) -> str:
         """The spec's createdByType (agent, client, system) for an object this actor creates."""
+        if self.type == EMAIL_MESSAGE:
+            return "client"  # a ticket made from a customer's e-mail (contract: createdByType client)
         return "agent" if self.type in (ADMINISTRATOR, AGENT, API) else "system"
 
 

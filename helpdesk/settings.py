@@ -236,6 +236,10 @@ EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "HelpDesk <no-reply@helpdesk.localhost>")
 # Each license receives mail at <licenseID>@inbound.<HELPDESK_INBOUND_DOMAIN> (forwarding instructions).
 HELPDESK_INBOUND_DOMAIN = env_str("HELPDESK_INBOUND_DOMAIN", "helpdesk.localhost")
+# Inbound mail (receive_mail, smtp_inbound): larger messages are refused (SMTP 552, receive_mail exit 65).
+INBOUND_MAX_MESSAGE_BYTES = env_int("INBOUND_MAX_MESSAGE_BYTES", 25 * 1024 * 1024)
+# Acknowledgements (auto-replies) per sender and license per hour, beyond which none is sent (storm protection).
+INBOUND_AUTO_REPLIES_PER_HOUR = env_int("INBOUND_AUTO_REPLIES_PER_HOUR", 10)
 # The web app's address: links in e-mails (invitations) point there.
 HELPDESK_APP_URL = env_str("HELPDESK_APP_URL", "http://localhost:8000")
 HELPDESK_INVITATION_MAX_AGE_DAYS = env_int("HELPDESK_INVITATION_MAX_AGE_DAYS", 7)

@@ -3,11 +3,22 @@ the one renderer; sent mail and invitations are read-only. All of it scoped to t
 
 from django import forms
 from django.contrib import admin
+from django.contrib.admin.utils import unquote
+from django.http import Http404, HttpResponse
+from django.urls import path, reverse
 from django.utils.html import format_html
 
 from accounts.admin.tenancy import LicenseScopedAdmin, ReadOnlyLicenseScopedAdmin, ScopedRelatedListFilter
 from templates_app import mail, reply_addresses, services
-from templates_app.models import Invitation, OutboundMessage, ReplyAddress, Template
+from templates_app.inbound import services as inbound_services
+from templates_app.models import (
+    BlockedSender,
+    InboundMessage,
+    Invitation,
+    OutboundMessage,
+    ReplyAddress,
+    Template,
+)
 from templates_app.rendering import render
 
 
@@ -139,3 +150,94 @@ class ReplyAddressAdmin(LicenseScopedAdmin):
 
     def delete_object(self, request, obj):
         reply_addresses.reply_address_delete(address=obj)
+
+
+@admin.register(InboundMessage)
+class InboundMessageAdmin(ReadOnlyLicenseScopedAdmin):
+    """Received mail as it came (for support): what became of it, and the raw message to view or download."""
+
+    list_display = (
+        "created_at",
+        "sender",
+        "subject",
+        "kind",
+        "ticket_link",
+        "auto_reply_allowed",
+        "license",
+    )
+    list_select_related = ("license", "ticket")
+    list_filter = ("kind", "auto_reply_allowed", ("license", ScopedRelatedListFilter))
+    search_fields = ("sender", "subject", "message_id")
+    date_hierarchy = "created_at"
+    ordering = ("-created_at",)
+    exclude = ("raw",)
+    readonly_fields = ("raw_message",)
+
+    def get_urls(self):
+        urls = [
+            path(
+                "<path:object_id>/raw/",
+                self.admin_site.admin_view(self.raw_view),
+                name="templates_app_inboundmessage_raw",
+            )
+        ]
+        return urls + super().get_urls()
+
+    def raw_view(self, request, object_id):
+        inbound = self.get_object(request, unquote(object_id))  # scoped: another license's mail is a 404
+        if inbound is None or not self.has_view_permission(request, inbound):
+            raise Http404("No such message.")
+        with inbound.raw.open("rb") as file:
+            raw = file.read()
+        if request.GET.get("download"):
+            response = HttpResponse(raw, content_type="message/rfc822")
+            response["Content-Disposition"] = f'attachment; filename="{inbound.pk}.eml"'
+            return response
+        # shown as text, never rendered: the mail's HTML must not run in the admin's origin
+        response = HttpResponse(
+            raw.decode("utf-8", errors="replace"), content_type="text/plain; charset=utf-8"
+        )
+        response["Content-Security-Policy"] = "default-src 'none'; sandbox"
+        return response
+
+    @admin.display(description="ticket")
+    def ticket_link(self, obj):
+        if not obj.ticket_id:
+            return "-"
+        url = reverse("admin:tickets_ticket_change", args=[obj.ticket_id])
+        return format_html('<a href="{}">#{}</a>', url, obj.ticket.short_id)
+
+    @admin.display(description="raw message")
+    def raw_message(self, obj):
+        url = reverse("admin:templates_app_inboundmessage_raw", args=[obj.pk])
+        return format_html('<a href="{}">view</a> · <a href="{}?download=1">download (.eml)</a>', url, url)
+
+
+class BlockedSenderForm(forms.ModelForm):
+    class Meta:
+        model = BlockedSender
+        fields = ("license", "email")
+
+
+@admin.register(BlockedSender)
+class BlockedSenderAdmin(LicenseScopedAdmin):
+    """Senders (or whole domains) whose mail goes to the spam silo."""
+
+    form = BlockedSenderForm
+    list_display = ("email", "license", "created_at")
+    list_select_related = ("license",)
+    list_filter = (("license", ScopedRelatedListFilter),)
+    search_fields = ("email",)
+    ordering = ("license", "email")
+    autocomplete_fields = ("license",)
+
+    def get_readonly_fields(self, request, obj=None):
+        return ("license", "email") if obj else ()
+
+    def save_model(self, request, obj, form, change):
+        if not change:
+            saved = inbound_services.blocked_sender_create(license=obj.license, email=obj.email)
+            obj.pk = saved.pk
+
+    def delete_object(self, request, obj):
+        inbound_services.blocked_sender_delete(blocked=obj)

@@ -127,3 +127,7 @@ class ReplyAddress(LicenseOwned, Stamped):
     @property
     def verified(self) -> bool:
         return self.verified_at is not None
+
+
+# Received mail lives in its own module; importing it here registers the models with the app.
+from templates_app.models_inbound import BlockedSender, InboundMessage  # noqa: E402, F401

@@ -19,14 +19,13 @@ import logging
 import uuid
 from email.utils import formataddr
 
-from django.apps import apps
 from django.conf import settings
 
 from accounts.attachments import signed_attachment_url
 from helpdesk.context import EMAIL_MESSAGE, current_actor
 from templates_app import mail
 from templates_app.addresses import inbound_domain, license_address, reply_address
-from templates_app.models import OutboundMessage, ReplyAddress
+from templates_app.models import InboundMessage, OutboundMessage, ReplyAddress
 from templates_app.rendering import PLACEHOLDER_RE, Rendered, render
 
 log = logging.getLogger(__name__)
@@ -87,22 +86,12 @@ def new_message_id() -> str:
     return f"{uuid.uuid4().hex}@{inbound_domain()}"
 
 
-def _inbound_model():
-    """mailin's InboundMessage, when that part is installed (threading and the auto-reply flag)."""
-    try:
-        return apps.get_model("templates_app", "InboundMessage")
-    except LookupError:
-        return None
-
-
 def _inbound_ids(ticket) -> list[tuple]:
-    model = _inbound_model()
-    if model is None:
-        return []
-    fields = {field.name for field in model._meta.get_fields()}
-    order = "created_at" if "created_at" in fields else "pk"
-    rows = model.objects.filter(ticket_id=ticket.pk).exclude(message_id="").order_by(order)
-    return [(getattr(row, order), row.message_id.strip("<>")) for row in rows if row.message_id]
+    rows = InboundMessage.objects.filter(ticket_id=ticket.pk).exclude(message_id="")
+    return [
+        (created_at, message_id.strip("<>"))
+        for created_at, message_id in rows.values_list("created_at", "message_id")
+    ]
 
 
 def thread_ids(*, ticket, recipient: str, exclude_pk=None) -> list[str]:
@@ -128,16 +117,13 @@ def threading_headers(ids: list[str]) -> dict:
 
 
 def auto_reply_allowed(ticket_message) -> bool:
-    """mailin's verdict for the mail that made this message (loops, bulk mail, the per-sender limit)."""
-    model = _inbound_model()
-    if model is None or ticket_message is None:
+    """The inbound side's verdict for the mail that made this message (loops, bulk mail, the per-sender limit)."""
+    if ticket_message is None:
         return True
-    fields = {field.name for field in model._meta.get_fields()}
-    if "auto_reply_allowed" not in fields:
-        return True
-    link = "message" if "message" in fields else "ticket_message"
-    row = model.objects.filter(**{f"{link}_id": ticket_message.pk}).first()
-    return True if row is None else bool(row.auto_reply_allowed)
+    row = (
+        InboundMessage.objects.filter(ticket_message_id=ticket_message.pk).only("auto_reply_allowed").first()
+    )
+    return True if row is None else row.auto_reply_allowed
 
 
 # --- attachments --------------------------------------------------------------------------------------------

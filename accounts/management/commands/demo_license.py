@@ -34,3 +34,10 @@ class Command(BaseCommand):
             f"Try it:\n  curl -u {account.pk}:{token} {base_url}/v1/licenses\n"
             f"API docs: {base_url}/v1/docs\n"
         )
+        license = License.objects.filter(agents__account=account).order_by("pk").first()
+        if license is not None:
+            from templates_app.addresses import license_address
+
+            self.stdout.write(
+                f"Its mail address (make run receives on port 2525): {license_address(license.pk)}\n"
+            )

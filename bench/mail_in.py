@@ -1,0 +1,196 @@
+"""Inbound mail throughput: mails received per second through `manage.py receive_mail` and `smtp_inbound`.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/helpdesk_bench \\
+        .venv/bin/python bench/mail_in.py --mails 400 --concurrency 4
+
+Creates a fresh license in that database, then
+1. receive_mail as an MTA runs it: one process per mail (`--concurrency` at a time), exit status checked;
+2. receive_mail's work without the process start: the command's handle() in a loop, one process;
+3. smtp_inbound: the listener started as a subprocess, `--concurrency` smtplib clients each sending their
+   share over one connection;
+and prints mails per second for each (every mail a new ticket with one message: the expensive case; a reply
+costs about the same). Each run also times a ticket search in the same license meanwhile (p95, ms), to show
+that search keeps answering. Run by hand (not part of the tests); see bench/README.md for results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import email.policy
+import io
+import os
+import smtplib
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from email.message import EmailMessage
+from email.utils import make_msgid
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "helpdesk.settings")
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.core.management import call_command  # noqa: E402
+from django.db import close_old_connections  # noqa: E402
+
+from accounts import services as account_services  # noqa: E402
+from templates_app.addresses import license_address  # noqa: E402
+from tickets.models import Ticket  # noqa: E402
+
+WORDS = [
+    "order",
+    "invoice",
+    "printer",
+    "password",
+    "login",
+    "refund",
+    "delivery",
+    "account",
+    "portal",
+    "token",
+    "error",
+    "broken",
+]
+
+
+def mail(number: int, run: str) -> bytes:
+    msg = EmailMessage()
+    msg["From"] = f"Customer {number} <customer{number % 50}@example.com>"
+    msg["To"] = "support@acme.example"
+    msg["Subject"] = f"{run} request {number}: {WORDS[number % len(WORDS)]}"
+    msg["Message-ID"] = make_msgid(domain="bench.example")
+    body = " ".join(WORDS[(number + i) % len(WORDS)] for i in range(60))
+    msg.set_content(f"Hello,\n\n{body}\n\nThanks,\nCustomer {number}\n")
+    msg.add_alternative(f"<p>Hello,</p><p>{body}</p><p>Thanks,<br>Customer {number}</p>", subtype="html")
+    return msg.as_bytes(policy=email.policy.SMTP)  # CRLF, as on the wire
+
+
+class SearchProbe:
+    """Times a search (the default inbox: open tickets, newest first) every 50 ms while a run goes on."""
+
+    def __init__(self, license_id):
+        self.license_id, self.times, self.stop = license_id, [], threading.Event()
+
+    def run(self):
+        while not self.stop.is_set():
+            started = time.perf_counter()
+            list(
+                Ticket.objects.filter(license_id=self.license_id, silo="tickets", status="open")
+                .filter(search_text__icontains="printer")
+                .order_by("-created_at", "-id")[:20]
+            )
+            self.times.append((time.perf_counter() - started) * 1000)
+            time.sleep(0.05)
+        close_old_connections()
+
+    def __enter__(self):
+        self.thread = threading.Thread(target=self.run)
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
+
+    def p95(self) -> float:
+        return statistics.quantiles(self.times, n=20)[-1] if len(self.times) >= 20 else max(self.times or [0])
+
+
+def report(name: str, count: int, seconds: float, probe: SearchProbe) -> None:
+    print(
+        f"{name:<44} {count:>5} mails {seconds:7.1f} s {count / seconds:7.1f} mails/s   search p95 {probe.p95():6.1f} ms"
+    )
+
+
+def bench_pipe(license_id, mails, concurrency):
+    address = license_address(license_id)
+
+    def one(raw):
+        done = subprocess.run(
+            [sys.executable, "manage.py", "receive_mail", "--recipient", address],
+            input=raw, cwd=ROOT, capture_output=True,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(concurrency) as pool:
+        list(pool.map(one, mails))
+    return time.perf_counter() - started
+
+
+def bench_in_process(license_id, mails):
+    address = license_address(license_id)
+    started = time.perf_counter()
+    for raw in mails:
+        try:
+            call_command("receive_mail", "--recipient", address, stdin=io.BytesIO(raw), stdout=io.StringIO())
+        except SystemExit as exc:
+            assert exc.code == 0, exc.code
+    return time.perf_counter() - started
+
+
+def bench_smtp(license_id, mails, concurrency, lmtp=False):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    command = [
+        sys.executable,
+        "manage.py",
+        "smtp_inbound",
+        "--port",
+        str(port),
+        "--workers",
+        str(concurrency),
+    ]
+    server = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        server.stdout.readline()  # "Receiving mail ..."
+        address = license_address(license_id)
+        shares = [mails[i::concurrency] for i in range(concurrency)]
+
+        def client(share):
+            with smtplib.SMTP("127.0.0.1", port) as smtp:
+                for raw in share:
+                    smtp.sendmail("customer@example.com", [address], raw)
+
+        started = time.perf_counter()
+        with ThreadPoolExecutor(concurrency) as pool:
+            list(pool.map(client, shares))
+        return time.perf_counter() - started
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mails", type=int, default=400)
+    parser.add_argument("--pipe-mails", type=int, default=100, help="process per mail is slow: fewer")
+    parser.add_argument("--concurrency", type=int, default=4)
+    args = parser.parse_args()
+    license = account_services.license_create(owner_email=f"bench-mail-{time.time_ns()}@example.com")
+    print(f"license {license.pk}, {os.cpu_count()} CPUs, concurrency {args.concurrency}")
+    runs = [
+        ("receive_mail, a process per mail (MTA pipe)", args.pipe_mails,
+         lambda m: bench_pipe(license.pk, m, args.concurrency)),
+        ("receive_mail, handle() in one process", args.mails, lambda m: bench_in_process(license.pk, m)),
+        ("smtp_inbound (SMTP)", args.mails, lambda m: bench_smtp(license.pk, m, args.concurrency)),
+    ]  # fmt: skip
+    for name, count, run in runs:
+        mails = [mail(n, name.split()[0]) for n in range(count)]
+        with SearchProbe(license.pk) as probe:
+            seconds = run(mails)
+        report(name, count, seconds, probe)
+    print(f"tickets in the license: {Ticket.objects.filter(license=license).count()}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,379 @@
+"""Receiving an e-mail: the one service behind every entrance (receive_mail, smtp_inbound, later IMAP polling).
+
+`inbound_message_receive` stores the raw message as an InboundMessage and, depending on what the mail is:
+- a bounce (DSN, mailer-daemon): recorded against the sent message it reports, never a ticket;
+- our own mail come back (one of our Message-IDs, or sent from one of our inbound addresses): dropped (a loop);
+- a reply (In-Reply-To/References naming a Message-ID we sent or received; else a signed reply address; else
+  the `[#shortID]` subject tag from someone on the ticket): a client message on that ticket, which reopens a
+  solved/closed ticket and moves a ticket out of spam/trash/archive back to `tickets`;
+- anything else: a new ticket (requester From, or a single foreign Reply-To), in the team the address names.
+Spam (`X-Spam-Flag: YES`) and blocked senders never thread into an existing ticket: they open a new ticket in
+the `spam` silo, so a spammer cannot write into (or un-spam) a customer's conversation.
+
+Errors: UnknownRecipient (no license of ours is a recipient: the MTA bounces it, exit 67 / SMTP 550) and
+MessageTooLarge; database trouble propagates (the entrances answer "try again later", exit 75 / SMTP 451).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.core.files.base import ContentFile
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import IntegrityError, transaction
+
+from accounts.models import Attachment, License, Team
+from helpdesk.context import EMAIL_MESSAGE, Actor, acting_as
+from templates_app.addresses import parse_inbound_address
+from templates_app.inbound import parse
+from templates_app.inbound.selectors import (
+    Target,
+    candidates,
+    find_ticket,
+    is_blocked,
+    is_our_message_id,
+    license_for,
+    on_ticket,
+    outbound_by_message_ids,
+    team_of,
+    team_of_ticket,
+)
+from templates_app.models import BlockedSender, InboundMessage, OutboundMessage
+from tickets import services as ticket_services
+from tickets.models import READ_ONLY_SILOS, Message, Ticket
+
+logger = logging.getLogger("helpdesk.inbound")
+
+
+class InboundRefused(Exception):
+    """The message is refused for good (the MTA bounces it to the sender with this reason)."""
+
+
+class UnknownRecipient(InboundRefused):
+    pass
+
+
+class MessageTooLarge(InboundRefused):
+    pass
+
+
+@dataclasses.dataclass
+class Result:
+    status: str  # "stored" or "duplicate"
+    inbound_id: object = None
+    kind: str = ""  # InboundMessage.kind
+    license_id: int | None = None
+    ticket_id: object = None
+    auto_reply_allowed: bool = False
+    note: str = ""
+
+
+# --- decisions --------------------------------------------------------------------------------------------
+
+
+def _requester(mail: parse.ParsedMail) -> parse.Address | None:
+    """From; a contact form's mail (From: a no-reply robot, Reply-To: the customer) has one foreign Reply-To."""
+    foreign = [a for a in mail.reply_to if parse_inbound_address(a.email) is None]
+    if (
+        len(foreign) == 1
+        and len(mail.reply_to) == 1
+        and (mail.sender is None or foreign[0].email != mail.sender.email)
+    ):
+        return foreign[0]
+    return mail.sender
+
+
+def _no_auto_reply_reason(mail: parse.ParsedMail, envelope_sender: str | None) -> str:
+    """Why an acknowledgement must not be sent (the contract's list), or "" when it may."""
+    if mail.auto_submitted and mail.auto_submitted != "no":
+        return f"no auto-reply: Auto-Submitted: {mail.auto_submitted}"
+    if mail.precedence in parse.BULK_PRECEDENCE:
+        return f"no auto-reply: Precedence: {mail.precedence}"
+    if envelope_sender == "" or mail.return_path == "":
+        return "no auto-reply: null return path (an automatic message)"
+    if mail.spam_flag:
+        return "no auto-reply: spam"
+    return ""
+
+
+def _storm_reached(license: License, sender: str, now) -> bool:
+    """At most INBOUND_AUTO_REPLIES_PER_HOUR acknowledgements per sender and hour, counted in the database.
+
+    Exact under concurrency: it runs after ticket_create, which holds the license's ticket-number row lock
+    until commit, so two new tickets of one license are decided one after the other, each seeing the other's
+    committed row (READ COMMITTED takes a fresh snapshot per statement)."""
+    since = now - timedelta(hours=1)
+    sent = InboundMessage.objects.filter(
+        license=license, sender=sender, auto_reply_allowed=True, created_at__gte=since
+    ).count()
+    return sent >= settings.INBOUND_AUTO_REPLIES_PER_HOUR
+
+
+def _mark_inbox_used(license: License) -> None:
+    if (license.flags or {}).get("defaultInboxUsed"):
+        return
+    locked = License.objects.select_for_update().get(pk=license.pk)
+    if not (locked.flags or {}).get("defaultInboxUsed"):
+        locked.flags = {**(locked.flags or {}), "defaultInboxUsed": True}
+        locked.save(update_fields=["flags"])
+    license.flags = locked.flags
+
+
+def _store_files(license: License, files: list[parse.File]):
+    """The mail's files through the attachment storage (like API uploads): a transaction ID, or None."""
+    if not files:
+        return None
+    txn = ticket_services.transaction_create(license=license)
+    uploads = [
+        SimpleUploadedFile(f.name or "attachment", f.content, content_type=f.content_type) for f in files
+    ]
+    stored = ticket_services.attachments_add(txn=txn, files=uploads)
+    for attachment, file in zip(stored, files, strict=True):
+        if file.cid:
+            Attachment.objects.filter(pk=attachment.pk).update(cid=file.cid)
+    return txn.pk
+
+
+def _message_dict(mail: parse.ParsedMail) -> dict:
+    message = {"text": mail.text, "isPrivate": False}
+    if mail.html:
+        message["richTextHtml"] = mail.html
+    return message
+
+
+def _added_message(ticket: Ticket) -> Message | None:
+    added = getattr(ticket, "last_added_message", None)
+    if added is not None:
+        return added
+    return Message.objects.filter(ticket=ticket).order_by("-created_at").only("id").first()
+
+
+# --- the outcomes -----------------------------------------------------------------------------------------
+
+
+def _record_bounce(inbound: InboundMessage, mail: parse.ParsedMail) -> None:
+    bounce = mail.bounce
+    inbound.kind = InboundMessage.KIND_BOUNCE
+    original = outbound_by_message_ids(
+        inbound.license, [bounce.original_message_id] if bounce.original_message_id else []
+    )
+    if original is None:
+        inbound.note = f"bounce of {bounce.original_message_id or 'an unknown message'} (not one we sent)"
+        return
+    failed = [r for r, action, _ in bounce.recipients if action in ("failed", "")] or [original.to]
+    inbound.note = f"bounce of {bounce.original_message_id}: {', '.join(failed)}"[:300]
+    inbound.ticket_id = original.ticket_id
+    if original.ticket_message_id:
+        for recipient in failed:
+            ticket_services.message_delivery_record(
+                message_id=original.ticket_message_id, recipient=recipient, status="bounced"
+            )
+    OutboundMessage.objects.filter(pk=original.pk).update(status="bounced", last_error=inbound.note)
+
+
+def _new_ticket(inbound, target: Target, mail, requester, *, spam: bool, team: Team | None, txn_id) -> Ticket:
+    ours = {target.address}
+    people = [
+        {"email": a.email, "name": a.name}
+        for a in mail.cc
+        if a.email != requester.email and a.email not in ours and parse_inbound_address(a.email) is None
+    ]
+    ticket = ticket_services.ticket_create(
+        license=target.license,
+        subject=mail.subject or "(no subject)",
+        requester={"email": requester.email, "name": requester.name},
+        message=_message_dict(mail),
+        author_type="client",
+        teams=[team] if team else None,
+        people_in_the_loop=people,
+        transaction_id=txn_id,
+    )
+    if spam:
+        ticket = ticket_services.ticket_update(ticket=ticket, silo="spam")
+    return ticket
+
+
+def _reply(ticket: Ticket, mail, txn_id) -> Ticket:
+    if ticket.silo in READ_ONLY_SILOS:
+        # spam/trash: the contract moves it back; archive too, or the customer's reply could not be added
+        ticket = ticket_services.ticket_update(ticket=ticket, silo="tickets")
+    reopen = {"status": "open"} if ticket.status in ("solved", "closed") else {}
+    return ticket_services.ticket_update(
+        ticket=ticket, message=_message_dict(mail), author_type="client", transaction_id=txn_id, **reopen
+    )
+
+
+def _handle(inbound: InboundMessage, target: Target, mail: parse.ParsedMail, envelope_sender) -> None:
+    license, sender = target.license, inbound.sender
+    if mail.bounce is not None:
+        _record_bounce(inbound, mail)
+        return
+    if (
+        parse_inbound_address(sender) is not None
+        or is_our_message_id(mail.message_id)
+        or outbound_by_message_ids(license, [mail.message_id])
+    ):
+        inbound.kind, inbound.note = InboundMessage.KIND_LOOP, "our own mail came back: dropped"
+        return
+    requester = _requester(mail)
+    if requester is None and envelope_sender and "@" in envelope_sender:
+        # no From header (a bare script's mail): the envelope sender is who wrote
+        requester = parse.Address(envelope_sender.lower())
+        inbound.sender = sender = requester.email
+    if requester is None:
+        inbound.kind, inbound.note = InboundMessage.KIND_LOOP, "no sender address: dropped"
+        return
+    spam = mail.spam_flag or is_blocked(license, sender, requester.email)
+    # from here on the sender is the person we would answer: a contact form's robot From must not make all
+    # its customers one sender (storm limit) nor keep them off their own tickets
+    inbound.sender = sender = requester.email[:254]
+    ticket, how = (None, "") if spam else find_ticket(target, mail, sender)
+    team = team_of(target)
+    if ticket is not None and not on_ticket(ticket, sender):
+        ticket_team = team_of_ticket(ticket)
+        if ticket_team is not None and (ticket_team.settings or {}).get("unauthReplyCreatesNewTicket"):
+            inbound.note = f"{sender} is not on ticket #{ticket.short_id}: a new ticket (team setting)"
+            team, ticket = ticket_team, None
+    txn_id = _store_files(license, mail.files)
+    if ticket is not None:
+        ticket = _reply(ticket, mail, txn_id)
+        inbound.kind = InboundMessage.KIND_REPLY
+        inbound.note = inbound.note or f"reply to #{ticket.short_id} (by {how})"
+    else:
+        ticket = _new_ticket(inbound, target, mail, requester, spam=spam, team=team, txn_id=txn_id)
+        inbound.kind = InboundMessage.KIND_TICKET
+        reason = _no_auto_reply_reason(mail, envelope_sender)
+        if not reason and _storm_reached(license, sender, inbound.created_at):
+            reason = (
+                f"no auto-reply: more than {settings.INBOUND_AUTO_REPLIES_PER_HOUR} to {sender} this hour"
+            )
+        inbound.auto_reply_allowed = not reason
+        inbound.note = inbound.note or reason or ("spam" if spam else "")
+    inbound.ticket = ticket
+    inbound.ticket_message = _added_message(ticket)
+
+
+def _store(target: Target, raw: bytes, mail: parse.ParsedMail, envelope_sender) -> Result:
+    sender = mail.sender.email if mail.sender else ""
+    inbound = InboundMessage(
+        license=target.license,
+        message_id=mail.message_id,
+        kind=InboundMessage.KIND_TICKET,
+        sender=sender[:254],
+        recipient=target.address[:254],
+        subject=mail.subject[:500],
+        size=len(raw),
+    )
+    with transaction.atomic():
+        # first, so that a concurrent delivery of the same message waits here on the unique index and then
+        # fails (IntegrityError) before it writes anything else
+        inbound.save(force_insert=True)
+        with acting_as(Actor(type=EMAIL_MESSAGE, email=sender)):
+            _handle(inbound, target, mail, envelope_sender)
+            _mark_inbox_used(target.license)
+        inbound.raw.save(f"{inbound.pk}.eml", ContentFile(raw), save=False)
+        try:
+            inbound.save()
+        except Exception:
+            inbound.raw.delete(save=False)
+            raise
+    return Result(
+        status="stored",
+        inbound_id=inbound.pk,
+        kind=inbound.kind,
+        license_id=target.license.pk,
+        ticket_id=inbound.ticket_id,
+        auto_reply_allowed=inbound.auto_reply_allowed,
+        note=inbound.note,
+    )
+
+
+def inbound_message_receive(
+    *, raw: bytes, recipients: list[str] | None, envelope_sender: str | None = None
+) -> Result:
+    """Receive one RFC 5322 message for `recipients` (the envelope's; None: read them from the headers).
+
+    `envelope_sender` is SMTP's MAIL FROM when known ("" for the null reverse path of a bounce)."""
+    limit = settings.INBOUND_MAX_MESSAGE_BYTES
+    if len(raw) > limit:
+        raise MessageTooLarge(f"Message too large: {len(raw)} bytes, at most {limit} accepted.")
+    mail = parse.parse(raw)
+    target = license_for(candidates(mail, recipients))
+    if target is None:
+        logger.warning(
+            "inbound mail refused: no license for %s (from %s, %s)",
+            ", ".join(candidates(mail, recipients)) or "no recipient",
+            mail.sender.email if mail.sender else "<>",
+            mail.message_id,
+        )
+        raise UnknownRecipient("No such recipient: no help desk receives mail at this address.")
+    existing = InboundMessage.objects.filter(license=target.license, message_id=mail.message_id).first()
+    if existing is None:
+        try:
+            return _store(target, raw, mail, envelope_sender)
+        except IntegrityError:
+            existing = InboundMessage.objects.filter(
+                license=target.license, message_id=mail.message_id
+            ).first()
+            if existing is None:
+                raise
+    return Result(
+        status="duplicate",
+        inbound_id=existing.pk,
+        kind=existing.kind,
+        license_id=target.license.pk,
+        ticket_id=existing.ticket_id,
+        auto_reply_allowed=False,
+        note="already received",
+    )
+
+
+# --- blocked senders ------------------------------------------------------------------------------------------
+
+
+def _normalized_block(email: str) -> str:
+    from helpdesk.api.errors import field_error
+
+    value = (email or "").strip().lower()
+    local, at, domain = value.rpartition("@")
+    if not at or not domain or "." not in domain or " " in value or local.count("@"):
+        raise field_error("email", "An address (jo@example.com) or a domain (@example.com).")
+    return value
+
+
+@transaction.atomic
+def blocked_sender_create(*, license: License, email: str) -> BlockedSender:
+    from accounts.services import stamp_create
+    from helpdesk.api.errors import field_error
+
+    email = _normalized_block(email)
+    if BlockedSender.objects.filter(license=license, email__iexact=email).exists():
+        raise field_error("email", "This sender is already blocked.", code="unique")
+    blocked = BlockedSender(license=license, email=email)
+    stamp_create(blocked)
+    blocked.save()
+    return blocked
+
+
+@transaction.atomic
+def blocked_sender_delete(*, blocked: BlockedSender) -> None:
+    blocked.delete()
+
+
+# --- purge ------------------------------------------------------------------------------------------------
+
+
+def on_tickets_purging(sender, *, license_id: int, ticket_ids: list, **kwargs) -> None:
+    """Receiver of `tickets.signals.tickets_purging`: the received mail of purged tickets goes with them.
+
+    The raw files are listed in PurgedFile in the batch's transaction; the purge deletes listed files at the
+    start of its next run (delete_leftover_files), so a rolled-back batch deletes none."""
+    from tickets.models_purge import PurgedFile
+
+    rows = InboundMessage.objects.filter(license_id=license_id, ticket_id__in=ticket_ids)
+    names = [name for name in rows.values_list("raw", flat=True) if name]
+    PurgedFile.objects.bulk_create([PurgedFile(name=name) for name in names])
+    rows._raw_delete(rows.db)

@@ -1,0 +1,145 @@
+"""The SMTP/LMTP entrance (aiosmtpd): recipients are checked at RCPT time (550 for an address that names no
+license of ours), the message goes through inbound_message_receive at DATA time.
+
+aiosmtpd runs an asyncio loop; the ORM is synchronous, so every database step runs in a small thread pool
+(each thread keeps its own connection, checked before each use so that a restarted database answers 451 once
+and then works again). Replies:
+- 250 stored (also a duplicate, or a deliberately dropped loop);
+- 550 5.1.1 unknown recipient (RCPT) / unknown license (DATA);
+- 552 5.3.4 too large (aiosmtpd's own size check answers 552 too, and the EHLO SIZE extension announces it);
+- 451 4.3.0 temporary failure (database trouble): the client retries, and a retry stores nothing twice.
+With LMTP, DATA gets one reply per accepted recipient, in RCPT order (RFC 2033).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+from aiosmtpd.controller import Controller
+from aiosmtpd.lmtp import LMTP
+from aiosmtpd.smtp import SMTP
+from django.conf import settings
+from django.db import close_old_connections, connections
+
+from accounts.models import License
+from templates_app.addresses import parse_inbound_address
+from templates_app.inbound.services import MessageTooLarge, UnknownRecipient, inbound_message_receive
+
+logger = logging.getLogger("helpdesk.inbound")
+
+OK = "250 2.0.0 Message accepted"
+UNKNOWN = "550 5.1.1 No such recipient: no help desk receives mail at this address"
+TOO_LARGE = "552 5.3.4 Message too large"
+TEMPORARY = "451 4.3.0 Temporary failure, please try again later"
+
+
+def _in_thread(function, *args):
+    close_old_connections()
+    try:
+        return function(*args)
+    finally:
+        close_old_connections()
+
+
+def _license_of(address: str) -> int | None:
+    inbound = parse_inbound_address(address)
+    if inbound is None or not License.objects.filter(pk=inbound.license_id).exists():
+        return None
+    return inbound.license_id
+
+
+def _deliver(raw: bytes, recipients: list[str], mail_from: str) -> str:
+    try:
+        inbound_message_receive(raw=raw, recipients=recipients, envelope_sender=mail_from)
+    except UnknownRecipient:
+        return UNKNOWN
+    except MessageTooLarge as exc:
+        return f"{TOO_LARGE}: {exc}"
+    except Exception:
+        # database trouble (or a bug): a temporary failure keeps the mail at the sender's MTA, never lost
+        logger.exception("inbound mail: temporary failure for %s", ", ".join(recipients))
+        return TEMPORARY
+    return OK
+
+
+class InboundHandler:
+    def __init__(self, *, lmtp: bool = False, workers: int = 4):
+        self.lmtp = lmtp
+        self.executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="smtp-inbound")
+
+    def shutdown(self) -> None:
+        """Close every worker thread's database connection, then the pool (each thread holds its own)."""
+        workers = self.executor._max_workers
+        barrier = threading.Barrier(workers)
+
+        def close():
+            barrier.wait(timeout=10)  # one task per thread: every thread runs exactly one of these
+            connections.close_all()
+
+        for future in [self.executor.submit(close) for _ in range(workers)]:
+            future.result()
+        self.executor.shutdown(wait=True)
+
+    async def _run(self, function, *args):
+        return await asyncio.get_running_loop().run_in_executor(self.executor, _in_thread, function, *args)
+
+    async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
+        try:
+            license_id = await self._run(_license_of, address)
+        except Exception:
+            logger.exception("inbound mail: temporary failure checking %s", address)
+            return TEMPORARY
+        if license_id is None:
+            logger.warning("inbound mail refused at RCPT: no license for %s", address)
+            return UNKNOWN
+        envelope.rcpt_tos.append(address)
+        return "250 2.1.5 OK"
+
+    async def handle_DATA(self, server, session, envelope):
+        raw = envelope.original_content or envelope.content
+        mail_from = "" if envelope.mail_from in (None, "", "<>") else envelope.mail_from
+        # one delivery per license among the recipients (each license stores its own copy)
+        groups: dict[int, list[str]] = {}
+        for address in envelope.rcpt_tos:
+            inbound = parse_inbound_address(address)
+            groups.setdefault(inbound.license_id if inbound else 0, []).append(address)
+        replies = {}
+        for recipients in groups.values():
+            reply = await self._run(_deliver, raw, recipients, mail_from)
+            replies.update(dict.fromkeys(recipients, reply))
+        if self.lmtp:
+            return "\r\n".join(replies[address] for address in envelope.rcpt_tos)
+        # SMTP has one reply: a temporary failure of any copy makes the client retry (the others dedupe)
+        ordered = list(replies.values())
+        for prefix in ("451", "552", "550"):
+            failed = [reply for reply in ordered if reply.startswith(prefix)]
+            if failed and (prefix == "451" or len(failed) == len(ordered)):
+                return failed[0]
+        return OK
+
+
+class InboundController(Controller):
+    def __init__(self, handler: InboundHandler, **kwargs):
+        kwargs.setdefault("data_size_limit", settings.INBOUND_MAX_MESSAGE_BYTES)
+        super().__init__(handler, **kwargs)
+
+    def stop(self, *args, **kwargs):
+        super().stop(*args, **kwargs)
+        self.handler.shutdown()
+
+    def factory(self):
+        server_class = LMTP if self.handler.lmtp else SMTP
+        return server_class(self.handler, **self.SMTP_kwargs)
+
+
+def make_controller(*, host: str, port: int, lmtp: bool = False, workers: int = 4) -> InboundController:
+    return InboundController(
+        InboundHandler(lmtp=lmtp, workers=workers),
+        hostname=host,
+        port=port,
+        # not a user-facing mail server: no AUTH, and large messages are read whole before the size reply
+        ident="helpdesk inbound",
+    )

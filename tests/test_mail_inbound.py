@@ -1,0 +1,455 @@
+"""Mail in, the service: a corpus of real-world message shapes becomes tickets and replies, with threading, the
+reopen / un-spam / unauthenticated-reply rules, duplicates, bounces, and loop and storm protection."""
+
+import pytest
+from django.db import connection
+
+from accounts.models import Attachment, License
+from helpdesk.context import EMAIL_MESSAGE
+from templates_app.addresses import license_address, reply_address, team_address
+from templates_app.inbound.services import MessageTooLarge, UnknownRecipient, inbound_message_receive
+from templates_app.models import BlockedSender, InboundMessage, OutboundMessage
+from tests.factories import TeamFactory, TicketFactory
+from tests.mail_helpers import load, simple
+from tickets.models import Message, Ticket
+
+
+@pytest.fixture(autouse=True)
+def _media(tmp_path, settings):
+    settings.MEDIA_ROOT = tmp_path
+
+
+def receive(license, raw, address=None):
+    return inbound_message_receive(raw=raw, recipients=[address or license_address(license.pk)])
+
+
+def ticket_of(result) -> Ticket:
+    return Ticket.objects.get(pk=result.ticket_id)
+
+
+def messages(ticket):
+    return list(Message.objects.filter(ticket=ticket).order_by("created_at"))
+
+
+# --- new conversations ------------------------------------------------------------------------------------
+
+
+def test_a_new_mail_becomes_a_client_ticket_with_the_cc_in_the_loop(license):
+    result = receive(license, load("multipart_alternative.eml", license=license.pk))
+    assert result.status == "stored" and result.kind == "ticket"
+    ticket = ticket_of(result)
+    assert ticket.subject == "Can’t log in to the portal"
+    assert (ticket.requester_email, ticket.requester_name) == ("jana.novak@example.com", "Jana Novak")
+    assert ticket.people_in_the_loop == [
+        {"email": "petr@example.com", "name": "Petr Svoboda"},
+        {"email": "accounts@example.com", "name": "Accounts, Example"},
+    ]
+    assert list(ticket.teams.all()) == [license.default_team]
+    (message,) = messages(ticket)
+    assert message.author_type == "client" and not message.is_private
+    assert message.text.startswith("Hello,\n\nsince this morning I can't log in")
+    assert ticket.created_by_type == "client"  # stamped by the e-mail actor
+    inbound = InboundMessage.objects.get(pk=result.inbound_id)
+    assert inbound.ticket_message == message and inbound.sender == "jana.novak@example.com"
+    assert inbound.raw.read() == load("multipart_alternative.eml", license=license.pk)
+    assert inbound.auto_reply_allowed
+    assert License.objects.get(pk=license.pk).flags["defaultInboxUsed"] is True
+
+
+def test_the_license_flag_and_the_source_come_from_the_email_actor(license):
+    from audit.models import AuditEntry
+
+    receive(license, simple())
+    entry = (
+        AuditEntry.objects.filter(license_id=license.pk, target="licenses").order_by("-created_at").first()
+    )
+    assert entry is not None and entry.author_type == EMAIL_MESSAGE
+
+
+@pytest.mark.parametrize(
+    ("name", "subject", "text"),
+    [
+        (
+            "html_only.eml",
+            "Order 1234 never arrived",
+            "My order #1234 (https://shop.example/orders/1234) never",
+        ),
+        ("quoted_printable.eml", "Facture déjà payée", "la facture n°42 a déjà été payée"),
+        ("base64.eml", "Contract", "Please find the contract attached."),
+        ("iso_8859_2.eml", "Žádost o vrácení peněz", "Prosím o vrácení peněz"),
+        ("utf8_headers.eml", "Problém s fakturou 😀", "faktura č. 7 má špatnou částku. 😀"),
+        ("broken_charset.eml", "caf� and !!notbase64", "Caf� cr�me"),
+        ("forwarded.eml", "Fwd: Broken printer", "The printer on floor 2 is broken."),
+        ("calendar_invite.eml", "Invitation: Onboarding call @ Tue 24 Nov 2026 10:00", "Onboarding call"),
+    ],
+)
+def test_the_corpus_becomes_tickets_with_decoded_subjects_and_text(license, name, subject, text):
+    ticket = ticket_of(receive(license, load(name)))
+    assert ticket.subject == subject
+    assert text in messages(ticket)[0].text
+
+
+def test_the_requester_name_of_an_encoded_from_header(license):
+    ticket = ticket_of(receive(license, load("iso_8859_2.eml")))
+    assert ticket.requester_name == "Jiří Štěpánek"
+
+
+def test_html_is_sanitized_and_passed_along(license, monkeypatch):
+    from tickets import services as ticket_services
+
+    seen = {}
+    original = ticket_services.ticket_create
+
+    def spy(**kwargs):
+        seen.update(kwargs["message"])
+        return original(**kwargs)
+
+    monkeypatch.setattr(ticket_services, "ticket_create", spy)
+    receive(license, load("html_only.eml"))
+    assert "<script" not in seen["richTextHtml"] and "onclick" not in seen["richTextHtml"]
+    assert "onerror" not in seen["richTextHtml"]
+    assert '<a href="https://shop.example/orders/1234"' in seen["richTextHtml"]
+
+
+def test_attachments_and_inline_images_are_stored_on_the_message(license):
+    ticket = ticket_of(receive(license, load("base64.eml")))
+    message = messages(ticket)[0]
+    (pdf,) = Attachment.objects.filter(transaction=message.transaction)
+    assert (pdf.name, pdf.content_type, pdf.license_id) == ("contract.pdf", "application/pdf", license.pk)
+    assert pdf.file.read().startswith(b"%PDF-1.4")
+    ticket = ticket_of(receive(license, load("inline_image.eml")))
+    (image,) = Attachment.objects.filter(transaction=messages(ticket)[0].transaction)
+    assert (image.content_type, image.cid) == ("image/png", "logo123@example.com")
+
+
+def test_forwards_and_invites_keep_their_parts_as_files(license):
+    ticket = ticket_of(receive(license, load("forwarded.eml")))
+    (forwarded,) = Attachment.objects.filter(transaction=messages(ticket)[0].transaction)
+    assert forwarded.content_type == "message/rfc822" and b"Broken printer" in forwarded.file.read()
+    ticket = ticket_of(receive(license, load("calendar_invite.eml")))
+    types = sorted(
+        a.content_type for a in Attachment.objects.filter(transaction=messages(ticket)[0].transaction)
+    )
+    assert types == ["application/ics", "text/calendar"]
+
+
+def test_a_team_address_lands_in_that_team(license):
+    team = TeamFactory(license=license)
+    ticket = ticket_of(receive(license, simple(), address=team_address(license.pk, team.pk)))
+    assert list(ticket.teams.all()) == [team]
+
+
+def test_without_a_from_header_the_envelope_sender_is_the_requester(license):
+    raw = b"To: s@example.com\r\nSubject: bare\r\nMessage-ID: <bare@x>\r\n\r\nHello\r\n"
+    result = inbound_message_receive(
+        raw=raw, recipients=[license_address(license.pk)], envelope_sender="Jo@Example.com"
+    )
+    assert ticket_of(result).requester_email == "jo@example.com"
+    assert receive(license, raw.replace(b"bare@x", b"bare2@x")).kind == "loop"  # nobody to answer: dropped
+
+
+def test_a_contact_form_reply_to_is_the_requester(license):
+    raw = simple(sender="no-reply@forms.example", headers={"Reply-To": "Real Person <real@example.com>"})
+    ticket = ticket_of(receive(license, raw))
+    assert (ticket.requester_email, ticket.requester_name) == ("real@example.com", "Real Person")
+
+
+def test_a_contact_forms_customers_each_get_their_acknowledgements(license):
+    def form(number):
+        reply_to = f"Customer {number} <customer{number}@example.com>"
+        return simple(sender="no-reply@forms.example", headers={"Reply-To": reply_to})
+
+    assert all(receive(license, form(number)).auto_reply_allowed for number in range(12))
+
+
+def test_recipients_come_from_the_headers_when_the_envelope_is_unknown(license):
+    raw = load("multipart_alternative.eml", license=license.pk)  # Delivered-To names the license
+    result = inbound_message_receive(raw=raw, recipients=None)
+    assert result.license_id == license.pk and result.kind == "ticket"
+
+
+# --- refusals and duplicates --------------------------------------------------------------------------------
+
+
+def test_an_unknown_license_is_refused_and_nothing_stored(db, caplog):
+    with pytest.raises(UnknownRecipient):
+        inbound_message_receive(raw=simple(), recipients=[license_address(999999)])
+    with pytest.raises(UnknownRecipient):
+        inbound_message_receive(raw=simple(), recipients=["someone@elsewhere.example"])
+    assert not InboundMessage.objects.exists() and not Ticket.objects.exists()
+    assert "no license for" in caplog.text
+
+
+def test_a_message_too_large_is_refused_with_its_size(license, settings):
+    settings.INBOUND_MAX_MESSAGE_BYTES = 1_000_000
+    big = simple(body="A" * 1_100_000)
+    with pytest.raises(MessageTooLarge, match="at most 1000000"):
+        receive(license, big)
+    assert not InboundMessage.objects.exists()
+
+
+def test_a_huge_attachment_under_the_limit_is_stored_whole(license):
+    from email.message import EmailMessage
+
+    msg = EmailMessage()
+    msg["From"], msg["To"], msg["Subject"], msg["Message-ID"] = "a@example.com", "s@x", "Video", "<huge@x>"
+    msg.set_content("The recording.")
+    payload = bytes(range(256)) * 20_000  # 5 MB
+    msg.add_attachment(payload, maintype="video", subtype="mp4", filename="call.mp4")
+    ticket = ticket_of(receive(license, msg.as_bytes()))
+    (video,) = Attachment.objects.filter(transaction=messages(ticket)[0].transaction)
+    assert video.size == len(payload) and video.file.read() == payload
+
+
+def test_a_duplicate_delivery_stores_nothing_twice(license):
+    raw = load("multipart_alternative.eml", license=license.pk)
+    first = receive(license, raw)
+    second = receive(license, raw)
+    assert second.status == "duplicate" and second.ticket_id == first.ticket_id
+    assert InboundMessage.objects.count() == 1 and Ticket.objects.count() == 1
+
+
+def test_a_message_without_message_id_is_deduplicated_by_its_bytes(license):
+    raw = b"From: a@example.com\r\nTo: s@example.com\r\nSubject: no id\r\n\r\nHello\r\n"
+    assert receive(license, raw).status == "stored"
+    assert receive(license, raw).status == "duplicate"
+    assert Ticket.objects.count() == 1
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_duplicate_deliveries_store_one_ticket(license):
+    import threading
+
+    raw = simple(headers={"Message-ID": "<race@client.example>"})
+    results, barrier = [], threading.Barrier(4)
+
+    def deliver():
+        barrier.wait()
+        try:
+            results.append(receive(license, raw).status)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=deliver) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(results) == ["duplicate", "duplicate", "duplicate", "stored"]
+    assert Ticket.objects.filter(license=license).count() == 1
+
+
+# --- threading ----------------------------------------------------------------------------------------------
+
+
+def _first(license):
+    result = receive(license, load("multipart_alternative.eml", license=license.pk))
+    return ticket_of(result), "<CAF=alt-0001@mail.example.com>"
+
+
+def test_an_outlook_reply_threads_by_in_reply_to_and_loses_the_quoted_thread(license):
+    ticket, first_id = _first(license)
+    raw = load("outlook_reply.eml", in_reply_to=first_id, short_id="none")
+    result = receive(license, raw)
+    assert result.kind == "reply" and result.ticket_id == ticket.pk
+    reply = messages(ticket)[-1]
+    assert reply.text == "It works again, thank you!\n\nJana" and reply.author_type == "client"
+    inbound = InboundMessage.objects.get(pk=result.inbound_id)
+    assert b"-----Original Message-----" in inbound.raw.read()  # kept in the raw message
+
+
+def test_a_gmail_reply_threads_by_references_and_loses_the_quotes(license):
+    ticket, first_id = _first(license)
+    result = receive(
+        license,
+        load("gmail_reply.eml", in_reply_to="<nothing@x>").replace(
+            b"<unrelated@elsewhere.example>", first_id.encode()
+        ),
+    )
+    assert result.ticket_id == ticket.pk
+    assert messages(ticket)[-1].text == "One more question: can I change my e-mail address?"
+
+
+def test_a_reply_to_the_signed_reply_address_threads(license):
+    ticket = TicketFactory(license=license, requester={"email": "jo@example.com", "name": "Jo"})
+    raw = simple(sender="jo@example.com", subject="no tag, no references")
+    result = receive(license, raw, address=reply_address(license.pk, ticket.short_id))
+    assert result.ticket_id == ticket.pk and result.kind == "reply"
+
+
+def test_a_forged_reply_address_is_an_unknown_recipient(license):
+    ticket = TicketFactory(license=license)
+    forged = f"{license.pk}+t{ticket.short_id}.0000000000@inbound.helpdesk.localhost"
+    with pytest.raises(UnknownRecipient):
+        inbound_message_receive(raw=simple(), recipients=[forged])
+
+
+def test_the_subject_tag_threads_only_mail_of_someone_on_the_ticket(license):
+    ticket = TicketFactory(license=license, requester={"email": "jo@example.com", "name": "Jo"})
+    tagged = f"Re: my order [#{ticket.short_id}]"
+    assert receive(license, simple(sender="jo@example.com", subject=tagged)).ticket_id == ticket.pk
+    stranger = receive(license, simple(sender="stranger@example.com", subject=tagged))
+    assert stranger.kind == "ticket" and stranger.ticket_id != ticket.pk
+
+
+@pytest.mark.parametrize("status", ["solved", "closed"])
+def test_a_reply_reopens_a_solved_or_closed_ticket(license, status):
+    ticket, first_id = _first(license)
+    Ticket.objects.filter(pk=ticket.pk).update(status=status)
+    receive(license, load("gmail_reply.eml", in_reply_to=first_id))
+    assert Ticket.objects.get(pk=ticket.pk).status == "open"
+
+
+@pytest.mark.parametrize("silo", ["spam", "trash", "archive"])
+def test_a_reply_moves_a_ticket_back_to_tickets(license, silo):
+    ticket, first_id = _first(license)
+    Ticket.objects.filter(pk=ticket.pk).update(silo=silo)
+    result = receive(license, load("gmail_reply.eml", in_reply_to=first_id))
+    ticket.refresh_from_db()
+    assert (result.ticket_id, ticket.silo) == (ticket.pk, "tickets")
+    assert ticket.teams.through.objects.filter(ticket=ticket).values_list("silo", flat=True)[0] == "tickets"
+
+
+def test_an_unauthenticated_reply_is_added_to_the_ticket_by_default(license):
+    ticket, first_id = _first(license)
+    raw = simple(sender="colleague@example.com", headers={"In-Reply-To": first_id})
+    result = receive(license, raw)
+    assert result.ticket_id == ticket.pk and result.kind == "reply"
+
+
+def test_an_unauthenticated_reply_opens_a_new_ticket_when_the_team_says_so(license):
+    team = license.default_team
+    team.settings = {**team.settings, "unauthReplyCreatesNewTicket": True}
+    team.save()
+    ticket, first_id = _first(license)
+    raw = simple(sender="colleague@example.com", headers={"In-Reply-To": first_id})
+    result = receive(license, raw)
+    assert result.kind == "ticket" and result.ticket_id != ticket.pk
+    assert list(ticket_of(result).teams.all()) == [team]
+    # the people on the ticket still reply into it
+    cc_reply = simple(sender="petr@example.com", headers={"In-Reply-To": first_id})
+    assert receive(license, cc_reply).ticket_id == ticket.pk
+
+
+def test_a_reply_to_the_mail_an_agent_sent_threads_into_its_ticket(license):
+    # given: an agent's reply went out by e-mail (its Message-ID is ours)
+    from tickets import services as ticket_services
+
+    ticket = TicketFactory(license=license, requester={"email": "jo@example.com", "name": "Jo"})
+    ticket_services.ticket_update(ticket=ticket, message={"text": "It ships tomorrow."})
+    sent = OutboundMessage.objects.get(ticket=ticket, to="jo@example.com")
+    # when: the customer answers it, with a subject that names no ticket
+    raw = simple(sender="jo@example.com", subject="thanks", headers={"In-Reply-To": f"<{sent.message_id}>"})
+    # then
+    assert receive(license, raw).ticket_id == ticket.pk
+
+
+def test_threading_never_crosses_licenses(license, other_license):
+    ticket, first_id = _first(license)
+    result = receive(other_license, load("gmail_reply.eml", in_reply_to=first_id))
+    assert result.kind == "ticket" and ticket_of(result).license_id == other_license.pk
+
+
+# --- loops, storms, bounces, spam ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "reason"),
+    [
+        ("auto_reply.eml", "Auto-Submitted: auto-replied"),
+        ("bulk.eml", "Precedence: bulk"),
+        ("spam.eml", "spam"),
+    ],
+)
+def test_no_auto_reply_to_automatic_bulk_or_spam_mail(license, name, reason):
+    result = receive(license, load(name))
+    assert result.kind == "ticket" and not result.auto_reply_allowed and reason in result.note
+
+
+def test_auto_submitted_no_still_gets_an_auto_reply(license):
+    assert receive(license, simple(headers={"Auto-Submitted": "no"})).auto_reply_allowed
+
+
+def test_a_null_return_path_gets_no_auto_reply(license):
+    result = receive(license, simple(headers={"Return-Path": "<>"}))
+    assert not result.auto_reply_allowed and "null return path" in result.note
+
+
+def test_at_most_ten_auto_replies_per_sender_per_hour(license, other_license):
+    import time_machine
+
+    decisions = [receive(license, simple(sender="storm@example.com")).auto_reply_allowed for _ in range(12)]
+    assert decisions == [True] * 10 + [False] * 2
+    assert receive(license, simple(sender="calm@example.com")).auto_reply_allowed
+    assert receive(other_license, simple(sender="storm@example.com")).auto_reply_allowed
+    assert Ticket.objects.filter(license=license, requester_email="storm@example.com").count() == 12
+    with time_machine.travel(InboundMessage.objects.latest("created_at").created_at.timestamp() + 3700):
+        assert receive(license, simple(sender="storm@example.com")).auto_reply_allowed
+
+
+def test_a_bounce_is_recorded_not_a_ticket(license):
+    sent = OutboundMessage.objects.create(
+        license=license, key="k1", kind="reply", to="gone@example.com", subject="Re", text="t"
+    )
+    has_id = any(f.name == "message_id" for f in OutboundMessage._meta.fields)
+    if has_id:
+        OutboundMessage.objects.filter(pk=sent.pk).update(message_id="<sent-bounced@helpdesk.localhost>")
+    raw = load("bounce_dsn.eml", license=license.pk, original="<sent-bounced@helpdesk.localhost>")
+    result = receive(license, raw)
+    assert result.kind == "bounce" and not result.auto_reply_allowed
+    assert not Ticket.objects.exists()
+    if has_id:
+        sent.refresh_from_db()
+        assert sent.status == "bounced" and "gone@example.com" in result.note
+
+
+def test_our_own_mail_coming_back_is_dropped(license):
+    raw = simple(sender=license_address(license.pk))
+    result = receive(license, raw)
+    assert result.kind == "loop" and result.status == "stored" and not Ticket.objects.exists()
+
+
+def test_a_mail_with_one_of_our_message_ids_is_dropped(license):
+    # e.g. our reply to a customer whose mailbox forwards everything back to their help desk address
+    raw = simple(sender="jo@example.com", headers={"Message-ID": "<3f0c9a@inbound.helpdesk.localhost>"})
+    result = receive(license, raw)
+    assert result.kind == "loop" and not Ticket.objects.exists()
+
+
+def test_spam_flag_and_blocked_senders_go_to_spam(license):
+    assert ticket_of(receive(license, load("spam.eml"))).silo == "spam"
+    BlockedSender.objects.create(license=license, email="@blocked.example")
+    BlockedSender.objects.create(license=license, email="one@elsewhere.example")
+    assert ticket_of(receive(license, simple(sender="anyone@blocked.example"))).silo == "spam"
+    assert ticket_of(receive(license, simple(sender="one@elsewhere.example"))).silo == "spam"
+    assert ticket_of(receive(license, simple(sender="two@elsewhere.example"))).silo == "tickets"
+
+
+def test_spam_never_threads_into_or_unspams_a_conversation(license):
+    ticket, first_id = _first(license)
+    raw = simple(sender="jana.novak@example.com", headers={"In-Reply-To": first_id, "X-Spam-Flag": "YES"})
+    result = receive(license, raw)
+    assert result.ticket_id != ticket.pk and ticket_of(result).silo == "spam"
+    assert len(messages(ticket)) == 1
+
+
+def test_the_purge_takes_the_received_mail_of_purged_tickets_with_it(license, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from tickets import purge
+
+    ticket = ticket_of(receive(license, load("spam.eml")))  # a spam ticket from e-mail, with its raw mail
+    kept = ticket_of(receive(license, simple()))
+    raw_name = InboundMessage.objects.get(ticket=ticket).raw.name
+    Ticket.objects.filter(pk=ticket.pk).update(updated_at=timezone.now() - timedelta(days=61))
+    result = purge.purge_expired()
+    assert result.run.tickets_deleted == 1 and not Ticket.objects.filter(pk=ticket.pk).exists()
+    assert not InboundMessage.objects.filter(ticket_id=ticket.pk).exists()
+    assert InboundMessage.objects.filter(ticket=kept).exists()
+    purge.purge_expired()  # the next run deletes the files the last one listed
+    from django.core.files.storage import default_storage
+
+    assert not default_storage.exists(raw_name)
