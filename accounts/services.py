@@ -25,6 +25,7 @@ from accounts.models import (
     default_license_settings,
     default_license_source,
 )
+from accounts.signals import agent_leaving
 from helpdesk.api.authentication import MIN_SCOPE, hash_token
 from helpdesk.api.errors import Conflict, field_error
 from helpdesk.context import current_actor
@@ -364,6 +365,7 @@ def agent_update(
 ) -> Agent:
     agent = Agent.objects.select_for_update().select_related("license").get(pk=agent.pk)
     was_active = agent.status == STATUS_ACTIVE
+    teams_before = set(agent.teams.values_list("pk", flat=True)) if teams is not None else set()
     _apply_agent_fields(agent, fields)
     if agent.status == STATUS_ACTIVE and not was_active:
         _ensure_seat(agent.license)
@@ -372,6 +374,11 @@ def agent_update(
     stamp_update(agent)
     agent.save()
     _set_agent_relations(agent, teams, autoassignment_teams, transaction_id)
+    # Their open tickets go back to the teams' pools (tickets.autoassign), in this transaction.
+    if was_active and agent.status != STATUS_ACTIVE:
+        agent_leaving.send(sender=Agent, agent=agent, team_ids=None)
+    elif teams is not None and teams_before - {team.pk for team in teams}:
+        agent_leaving.send(sender=Agent, agent=agent, team_ids=teams_before - {team.pk for team in teams})
     return agent
 
 
@@ -383,4 +390,5 @@ def agents_bulk_update(*, agents: list[Agent], fields: dict) -> list[Agent]:
 @transaction.atomic
 def agent_delete(*, agent: Agent) -> None:
     _keep_an_owner(agent.license, agent, leaving=True)
+    agent_leaving.send(sender=Agent, agent=agent, team_ids=None)  # before the row (and the FKs to it) go
     agent.delete()

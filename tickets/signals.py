@@ -12,3 +12,12 @@ message_created = Signal()
 # `ticket_ids` (all of license `license_id`): receivers delete their own rows that point at them, in bounded
 # statements led by the license. Keyword arguments: `license_id`, `ticket_ids`.
 tickets_purging = Signal()
+
+# Sent by tickets.services (and the autoassignment) inside the write's transaction when a ticket gets a new
+# assignee: `ticket`, `team` (the assigned team or None), `agent` (the assigned agent or None), `by_agent` (the
+# agent who made the change, None for the system). The e-mail app notifies the assignee from it.
+ticket_assigned = Signal()
+
+# Sent by tickets.services inside the transaction that solves a ticket whose rating request was not sent yet
+# (`ratingRequeestSent` turned true in that same transaction): `ticket`. The e-mail app sends the request.
+rating_requested = Signal()
