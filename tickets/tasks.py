@@ -11,3 +11,12 @@ def purge_expired_tickets() -> dict:
     """Beat's hourly purge of the spam and trash silos (see CELERY_BEAT_SCHEDULE)."""
     with acting_as(Actor(type=SCHEDULED_TASK)):
         return purge.purge_expired(trigger="schedule").summary()
+
+
+@shared_task(ignore_result=True)
+def close_solved_tickets() -> int:
+    """Beat's hourly closing of tickets solved AUTO_CLOSE_SOLVED_DAYS ago (see CELERY_BEAT_SCHEDULE)."""
+    from tickets import auto_close
+
+    with acting_as(Actor(type=SCHEDULED_TASK)):
+        return auto_close.close_solved()
