@@ -114,7 +114,7 @@ def rating_page(request):
         return _error(request, title, "This rating link is not valid or has expired.", status=404)
     context = {"title": title, "form": "rating", "token": token, "ticket": ticket}
     if request.method == "GET":
-        context["score"] = ticket.rating_score or found[1]
+        context["score"] = found[1]  # the link the customer clicked, even over an earlier answer
         context["comment"] = ticket.rating_comment
         return render(request, TEMPLATE, context)
     score = request.POST.get("score") or ""
