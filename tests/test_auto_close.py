@@ -75,9 +75,11 @@ def test_batches_and_a_run_killed_mid_way(license, frozen):
             raise RuntimeError("killed")
         return real_update(**kwargs)
 
-    with mock.patch.object(services, "ticket_update", side_effect=dies_on_the_third):
-        with pytest.raises(RuntimeError):
-            auto_close.close_solved(batch_size=2)
+    with (
+        mock.patch.object(services, "ticket_update", side_effect=dies_on_the_third),
+        pytest.raises(RuntimeError),
+    ):
+        auto_close.close_solved(batch_size=2)
     # the first batch (the two oldest) committed; the second rolled back whole
     oldest_first = list(reversed(tickets))
     assert [_status(t) for t in oldest_first] == ["closed", "closed", "solved", "solved", "solved"]
