@@ -97,10 +97,11 @@ def test_the_link_opens_a_page_and_a_second_submit_changes_the_answer(
     assert doc["rating"]["score"] == "bad"
     event = TicketEvent.objects.filter(ticket=ticket, type="rating").order_by("created_at").last()
     assert event.author_type == "client" and event.payload["score"] == "bad"
+
     # searchable with the rating filter
-    ids = lambda score: [
-        t["ID"] for t in owner.client.get(f"/v1/tickets?status=solved&rating={score}").json()
-    ]  # noqa: E731
+    def ids(score):
+        return [t["ID"] for t in owner.client.get(f"/v1/tickets?status=solved&rating={score}").json()]
+
     assert ids("bad") == [str(ticket.pk)] and ids("good") == []
 
 
