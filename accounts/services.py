@@ -252,7 +252,11 @@ def team_update(*, team: Team, autoassignment_agents=None, **fields) -> Team:
     team.save()
     if autoassignment_agents is not None:
         same_license(license, autoassignment_agents, "autoassignmentAgentIDs")
+        removed = team.autoassignment_agents.exclude(pk__in=[a.pk for a in autoassignment_agents])
+        removed = list(removed)
         team.autoassignment_agents.set(autoassignment_agents)
+        for agent in removed:  # their open tickets of this team go back to its pool
+            agent_leaving.send(sender=Agent, agent=agent, team_ids={team.pk})
     return team
 
 
@@ -366,6 +370,11 @@ def agent_update(
     agent = Agent.objects.select_for_update().select_related("license").get(pk=agent.pk)
     was_active = agent.status == STATUS_ACTIVE
     teams_before = set(agent.teams.values_list("pk", flat=True)) if teams is not None else set()
+    auto_before = (
+        set(agent.autoassignment_teams.values_list("pk", flat=True))
+        if autoassignment_teams is not None
+        else set()
+    )
     _apply_agent_fields(agent, fields)
     if agent.status == STATUS_ACTIVE and not was_active:
         _ensure_seat(agent.license)
@@ -375,10 +384,13 @@ def agent_update(
     agent.save()
     _set_agent_relations(agent, teams, autoassignment_teams, transaction_id)
     # Their open tickets go back to the teams' pools (tickets.autoassign), in this transaction.
+    left = (teams_before - {t.pk for t in teams or []}) | (
+        auto_before - {t.pk for t in autoassignment_teams or []}
+    )
     if was_active and agent.status != STATUS_ACTIVE:
         agent_leaving.send(sender=Agent, agent=agent, team_ids=None)
-    elif teams is not None and teams_before - {team.pk for team in teams}:
-        agent_leaving.send(sender=Agent, agent=agent, team_ids=teams_before - {team.pk for team in teams})
+    elif left:
+        agent_leaving.send(sender=Agent, agent=agent, team_ids=left)
     return agent
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from django.db import close_old_connections
+from django.db import connection, transaction
 
 from accounts import services as accounts_services
 from accounts.models import STATUS_INVITED, Agent, AutoassignmentMembership
@@ -140,6 +140,7 @@ def test_a_deleted_agent_leaves_tickets_unassigned_when_nobody_else_is_eligible(
 
 @pytest.mark.django_db
 def test_an_agent_removed_from_a_team_releases_only_that_teams_tickets(license):
+    """Removed from the team's members (teamIDs); the next test: from its autoassignment list."""
     alice, bob = _agent(license), _agent(license)
     sales, support = _team(license, alice), _team(license, alice)
     accounts_services.agent_update(agent=alice, teams=[sales, support])
@@ -148,6 +149,17 @@ def test_an_agent_removed_from_a_team_releases_only_that_teams_tickets(license):
     accounts_services.agent_update(agent=alice, teams=[support])
     assert Ticket.objects.get(pk=sales_ticket.pk).assignment_agent_id == bob.pk
     assert Ticket.objects.get(pk=support_ticket.pk).assignment_agent_id == alice.pk
+
+
+@pytest.mark.django_db
+def test_an_agent_taken_off_a_teams_autoassignment_releases_its_tickets(license):
+    alice, bob = _agent(license), _agent(license)
+    team = _team(license, alice)
+    ticket = _new(license, team)
+    accounts_services.team_update(team=team, autoassignment_agents=[bob])
+    assert Ticket.objects.get(pk=ticket.pk).assignment_agent_id == bob.pk
+    accounts_services.agent_update(agent=bob, autoassignment_teams=[])
+    assert Ticket.objects.get(pk=ticket.pk).assignment_agent_id is None
 
 
 @pytest.mark.postgres
@@ -165,7 +177,7 @@ def test_tickets_created_at_once_spread_over_the_agents(license):
         except Exception as exc:  # pragma: no cover - reported below
             errors.append(exc)
         finally:
-            close_old_connections()
+            connection.close()  # the thread's own connection
 
     threads = [threading.Thread(target=create) for _ in range(8)]
     for thread in threads:
@@ -175,3 +187,53 @@ def test_tickets_created_at_once_spread_over_the_agents(license):
     assert not errors
     loads = sorted(_open_tickets_of(agent) for agent in Agent.objects.filter(pk__in=[a.pk for a in agents]))
     assert loads == [2, 2, 2, 2]
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_two_autoassignments_at_once_read_each_others_assignment(license, monkeypatch):
+    """The team's row lock alone keeps two autoassignments of one team from reading the same loads (today the
+    callers also hold other locks: the license's ticket sequence, the audit chain); a pause between choosing
+    and committing makes the race certain without it."""
+    import time
+
+    from tickets import autoassign
+    from tickets.events import History
+
+    idle, busy = _agent(license), _agent(license)
+    team = _team(license)
+    waiting = [_new(license, team) for _ in range(2)]  # nobody eligible yet: unassigned
+    TicketFactory(license=license, teams=[_team(license)], assignment={"agent": busy})
+    for agent in (idle, busy):
+        AutoassignmentMembership.objects.create(agent=agent, team=team)
+    real_choose = autoassign.choose_agent
+
+    def slow_choose(*args, **kwargs):
+        chosen = real_choose(*args, **kwargs)
+        time.sleep(0.3)
+        return chosen
+
+    monkeypatch.setattr(autoassign, "choose_agent", slow_choose)
+    barrier, errors = threading.Barrier(2), []
+
+    def assign(ticket):
+        try:
+            barrier.wait()
+            with transaction.atomic():
+                locked = Ticket.objects.select_for_update().get(pk=ticket.pk)
+                history = History(locked)
+                autoassign.autoassign(locked, history=history)
+                history.save()
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=assign, args=(ticket,)) for ticket in waiting]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    # idle (0) gets the first ticket; then both have one open ticket and the turn goes to busy
+    assert (_open_tickets_of(idle), _open_tickets_of(busy)) == (1, 2)
