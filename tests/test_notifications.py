@@ -141,3 +141,17 @@ def test_a_burst_of_fifty_replies_is_one_email_then_one_digest(
         assert len(mails) == 2 and "49 new messages from Client" in mails[1].text
         assert not AgentNotification.objects.filter(sent_at__isnull=True).exists()
         assert notifications.send_due() == 0
+
+
+@pytest.mark.django_db
+def test_the_purge_takes_a_tickets_pending_notifications_with_it(license):
+    from tickets import purge
+
+    alice = AgentFactory(license=license)
+    ticket = TicketFactory(license=license, assignment={"agent": alice})
+    assert AgentNotification.objects.filter(ticket=ticket).exists()  # assigned: a notification waits
+    old = datetime.now(UTC) - timedelta(days=31)
+    TicketFactory._meta.model.objects.filter(pk=ticket.pk).update(silo="trash", updated_at=old)
+    purge.purge_expired(trigger="manual")
+    assert not TicketFactory._meta.model.objects.filter(pk=ticket.pk).exists()
+    assert not AgentNotification.objects.filter(ticket_id=ticket.pk).exists()
