@@ -99,3 +99,11 @@ def test_merges_stop_at_max_child_tickets_per_ticket(owner, license):
     assert response.status_code == 409 and response.json()["code"] == "max_child_tickets"
     assert "2" in response.json()["error"]
     assert Ticket.objects.get(pk=children[2].pk).parent_id is None
+
+
+@pytest.mark.django_db
+def test_the_admins_checkbox_solves_it_anyway(superuser, ticket):
+    url = f"/admin/tickets/ticket/{ticket.pk}/change/"
+    response = superuser.post(url, form_data(superuser.get(url)) | {"status": "solved", "force": "on"})
+    assert response.status_code == 302, error_text(response)
+    assert Ticket.objects.get(pk=ticket.pk).status == "solved"
