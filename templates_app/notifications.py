@@ -95,7 +95,7 @@ def on_ticket_assigned(sender, *, ticket, team=None, agent=None, by_agent=None, 
     """Receiver of tickets.signals.ticket_assigned."""
     from templates_app.ticket_mail import ticket_team
 
-    if ticket.silo != "tickets":
+    if ticket.silo != "tickets" or (team is None and agent is None):
         return
     team = team or ticket_team(ticket)
     if team is None or not (team.settings or {}).get("notifyTeamAboutAssignedTicket", True):

@@ -50,6 +50,14 @@ def test_the_assigned_agent_gets_an_email(owner, agent, license, django_capture_
     assert f"[#{ticket.short_id}] Assigned to you: Broken printer" == mail.subject
     assert "assigned to you" in mail.text and f"/admin/tickets/ticket/{ticket.pk}/change/" in mail.text
     assert _mails(owner.agent) == []  # the one who assigned is not told
+    # assigning to the same agent again, or unassigning, tells nobody
+    for assignment in ({"agent": {"ID": str(agent.agent.pk)}}, {"agent": None}):
+        with django_capture_on_commit_callbacks(execute=True):
+            response = owner.client.patch(
+                f"/v1/tickets/{ticket.pk}", {"assignment": assignment}, format="json"
+            )
+        assert response.status_code == 200, response.content
+    assert AgentNotification.objects.count() == 1
 
 
 @pytest.mark.django_db

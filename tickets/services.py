@@ -222,6 +222,13 @@ _SAVED_ON_UPDATE = [
 ]  # fmt: skip
 
 
+def _newly_assigned(old: dict, new: dict) -> bool:
+    """A new agent, or (no agent) a new team: someone to tell. Unassigning tells nobody."""
+    if new["agent"] is not None:
+        return old["agent"] is None or old["agent"]["ID"] != new["agent"]["ID"]
+    return new["team"] is not None and (old["team"] is None or old["team"]["ID"] != new["team"]["ID"])
+
+
 def _check_tag_reminder(ticket: Ticket, *, teams, tags, assignment) -> None:
     """Solving an untagged ticket of a team with `tagReminder` on is refused (409 `tag_required`)."""
     has_tags = bool(tags) if tags is not None else ticket.tags.exists()
@@ -318,8 +325,8 @@ def ticket_update(
     ticket.last_added_message = added
     if added is not None:
         message_created.send(sender=Message, message=added, ticket=ticket, created_ticket=False)
-    if "assignment" in before and before["assignment"] != assignment_side(
-        ticket.assignment_team, ticket.assignment_agent
+    if "assignment" in before and _newly_assigned(
+        before["assignment"], assignment_side(ticket.assignment_team, ticket.assignment_agent)
     ):
         ticket_assigned.send(
             sender=Ticket,
