@@ -237,3 +237,29 @@ def test_two_autoassignments_at_once_read_each_others_assignment(license, monkey
     assert not errors
     # idle (0) gets the first ticket; then both have one open ticket and the turn goes to busy
     assert (_open_tickets_of(idle), _open_tickets_of(busy)) == (1, 2)
+
+
+@pytest.mark.django_db
+def test_a_ticket_that_came_by_email_is_assigned_by_the_system(license):
+    from helpdesk.context import EMAIL_MESSAGE, Actor, acting_as
+    from tickets import services as ticket_services
+
+    alice = _agent(license)
+    team = _team(license, alice)
+    with acting_as(Actor(type=EMAIL_MESSAGE, email="jane@example.com")):
+        ticket = ticket_services.ticket_create(
+            license=license,
+            subject="Mail",
+            requester={"email": "jane@example.com"},
+            message={"text": "Hello"},
+            author_type="client",
+            teams=[team],
+        )
+    assert Ticket.objects.get(pk=ticket.pk).assignment_agent_id == alice.pk
+    message, assignment = TicketEvent.objects.filter(ticket=ticket).order_by("created_at", "position")
+    assert (message.type, message.author_type) == ("message", "client")
+    assert (assignment.type, assignment.author_type, assignment.source_type) == (
+        "assignment",
+        "system",
+        "email",
+    )
