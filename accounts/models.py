@@ -278,6 +278,8 @@ class AutoassignmentMembership(models.Model):
 
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE)
     team = models.ForeignKey(Team, on_delete=models.CASCADE)
+    # The team's round-robin cursor: when this agent last got one of the team's tickets automatically.
+    last_assigned_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint("team", "agent", name="autoassignment_membership_unique")]

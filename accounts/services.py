@@ -28,6 +28,7 @@ from accounts.models import (
     default_license_settings,
     default_license_source,
 )
+from accounts.signals import agent_leaving
 from helpdesk.api.authentication import MIN_SCOPE, hash_token
 from helpdesk.api.errors import Conflict, field_error
 from helpdesk.context import acting_as, current_actor
@@ -271,7 +272,11 @@ def team_update(*, team: Team, autoassignment_agents=None, **fields) -> Team:
     team.save()
     if autoassignment_agents is not None:
         same_license(license, autoassignment_agents, "autoassignmentAgentIDs")
+        removed = team.autoassignment_agents.exclude(pk__in=[a.pk for a in autoassignment_agents])
+        removed = list(removed)
         team.autoassignment_agents.set(autoassignment_agents)
+        for agent in removed:  # their open tickets of this team go back to its pool
+            agent_leaving.send(sender=Agent, agent=agent, team_ids={team.pk})
     return team
 
 
@@ -390,6 +395,12 @@ def agent_update(
 ) -> Agent:
     agent = Agent.objects.select_for_update().select_related("license").get(pk=agent.pk)
     was_active = agent.status == STATUS_ACTIVE
+    teams_before = set(agent.teams.values_list("pk", flat=True)) if teams is not None else set()
+    auto_before = (
+        set(agent.autoassignment_teams.values_list("pk", flat=True))
+        if autoassignment_teams is not None
+        else set()
+    )
     _apply_agent_fields(agent, fields)
     if agent.status == STATUS_ACTIVE and not was_active:
         # Only the invited person makes the membership active (`agent_activate`, by accepting).
@@ -403,6 +414,14 @@ def agent_update(
     stamp_update(agent)
     agent.save()
     _set_agent_relations(agent, teams, autoassignment_teams, transaction_id)
+    # Their open tickets go back to the teams' pools (tickets.autoassign), in this transaction.
+    left = (teams_before - {t.pk for t in teams or []}) | (
+        auto_before - {t.pk for t in autoassignment_teams or []}
+    )
+    if was_active and agent.status != STATUS_ACTIVE:
+        agent_leaving.send(sender=Agent, agent=agent, team_ids=None)
+    elif left:
+        agent_leaving.send(sender=Agent, agent=agent, team_ids=left)
     return agent
 
 
@@ -428,4 +447,5 @@ def agents_bulk_update(*, agents: list[Agent], fields: dict) -> list[Agent]:
 @transaction.atomic
 def agent_delete(*, agent: Agent) -> None:
     _keep_an_owner(agent.license, agent, leaving=True)
+    agent_leaving.send(sender=Agent, agent=agent, team_ids=None)  # before the row (and the FKs to it) go
     agent.delete()

@@ -249,6 +249,16 @@ HELPDESK_ATTACHMENT_LINK_MAX_AGE_SECONDS = env_int("HELPDESK_ATTACHMENT_LINK_MAX
 HELPDESK_MAIL_ATTACHMENTS_MAX_BYTES = env_int("HELPDESK_MAIL_ATTACHMENTS_MAX_BYTES", 10 * 1024 * 1024)
 # How long the confirmation link of a reply address works.
 HELPDESK_REPLY_ADDRESS_LINK_MAX_AGE_DAYS = env_int("HELPDESK_REPLY_ADDRESS_LINK_MAX_AGE_DAYS", 7)
+# Agents' notification e-mails (templates_app/notifications.py): at most one per agent per this many seconds,
+# the rest wait for the next digest; beat sends the digests whose enqueue was lost, every minute.
+NOTIFICATION_BATCH_SECONDS = env_int("NOTIFICATION_BATCH_SECONDS", 60)
+CELERY_BEAT_SCHEDULE["send-due-notifications"] = {
+    "task": "templates_app.tasks.send_due_notifications",
+    "schedule": 60.0,
+    "options": {"expires": 50},
+}
+# How long the good/bad links of a rating request (the page /ratings) work.
+HELPDESK_RATING_LINK_MAX_AGE_DAYS = env_int("HELPDESK_RATING_LINK_MAX_AGE_DAYS", 30)
 # Every 10 minutes: e-mails whose enqueue was lost are queued again; finished ones go after 30 days.
 CELERY_BEAT_SCHEDULE["requeue-stale-messages"] = {
     "task": "templates_app.tasks.requeue_stale_messages",
@@ -375,4 +385,14 @@ CELERY_BEAT_SCHEDULE["webhooks-sweep-deliveries"] = {
     "task": "tickets.tasks.sweep_webhook_deliveries",
     "schedule": 30.0,
     "options": {"expires": 25},
+}
+
+# --- Solved tickets close by themselves AUTO_CLOSE_SOLVED_DAYS after their status changed (tickets/auto_close.py),
+# AUTO_CLOSE_BATCH_SIZE per transaction, hourly at minute 47 UTC.
+AUTO_CLOSE_SOLVED_DAYS = env_int("AUTO_CLOSE_SOLVED_DAYS", 7)
+AUTO_CLOSE_BATCH_SIZE = env_int("AUTO_CLOSE_BATCH_SIZE", 200)
+CELERY_BEAT_SCHEDULE["close-solved-tickets"] = {
+    "task": "tickets.tasks.close_solved_tickets",
+    "schedule": crontab(minute=47),
+    "options": {"expires": 3000},
 }

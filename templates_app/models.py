@@ -131,3 +131,31 @@ class ReplyAddress(LicenseOwned, Stamped):
 
 # Received mail lives in its own module; importing it here registers the models with the app.
 from templates_app.models_inbound import BlockedSender, InboundMessage  # noqa: E402, F401
+
+
+class AgentNotification(LicenseOwned):
+    """Something an agent is to be told by e-mail (a ticket assigned to them, a requester's message), waiting
+    for the agent's next digest (templates_app.notifications): at most one e-mail per agent per
+    NOTIFICATION_BATCH_SECONDS, listing every row pending then. `sent_at` is set by the digest that carried it;
+    sent rows are kept a day (the last digest's time is the batching clock), then deleted."""
+
+    KIND_ASSIGNED, KIND_ACTIVITY = "assigned", "requesterActivity"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    agent = models.ForeignKey("accounts.Agent", on_delete=models.CASCADE, related_name="+", db_index=False)
+    ticket = models.ForeignKey("tickets.Ticket", on_delete=models.CASCADE, related_name="+", db_index=False)
+    kind = models.CharField(max_length=20)
+    created_at = models.DateTimeField(default=timezone.now)
+    sent_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["agent", "sent_at", "created_at"], name="notification_agent_sent"),
+            models.Index(fields=["ticket"], name="notification_ticket"),  # the purge's delete
+            models.Index(
+                fields=["created_at"], name="notification_pending", condition=models.Q(sent_at__isnull=True)
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.kind} of {self.ticket_id} for {self.agent_id}"

@@ -1,5 +1,5 @@
-"""The public pages that our e-mails link to (no API token needed): accepting an invitation and confirming a
-reply address. GET only shows what the link is about; the change is a POST of the page's form (CSRF
+"""The public pages that our e-mails link to (no API token needed): accepting an invitation, confirming a
+reply address and rating a solved ticket. GET only shows what the link is about; the change is a POST of the page's form (CSRF
 protected), so a mail scanner that follows links changes nothing.
 """
 
@@ -11,7 +11,8 @@ from django.urls import path
 from django.views.decorators.http import require_http_methods
 from rest_framework.exceptions import APIException
 
-from templates_app import invitations, reply_addresses
+from helpdesk.context import EMAIL_MESSAGE, Actor, acting_as
+from templates_app import invitations, rating, reply_addresses
 from templates_app.models import Invitation
 
 TEMPLATE = "templates_app/page.html"
@@ -98,7 +99,37 @@ def reply_address_verify_page(request):
     )
 
 
+@require_http_methods(["GET", "POST"])
+def rating_page(request):
+    """GET: the choice of the link pre-selected, a comment box, a submit button. POST: the rating is
+    recorded (a second POST changes it: one rating per ticket)."""
+    from tickets import services as ticket_services
+    from tickets.models import Ticket
+
+    title = "Rate our help"
+    token = (request.POST.get("token") if request.method == "POST" else request.GET.get("token")) or ""
+    found = rating.read_token(token)
+    ticket = Ticket.objects.filter(pk=found[0]).first() if found else None
+    if ticket is None or ticket.is_read_only:
+        return _error(request, title, "This rating link is not valid or has expired.", status=404)
+    context = {"title": title, "form": "rating", "token": token, "ticket": ticket}
+    if request.method == "GET":
+        context["score"] = found[1]  # the link the customer clicked, even over an earlier answer
+        context["comment"] = ticket.rating_comment
+        return render(request, TEMPLATE, context)
+    score = request.POST.get("score") or ""
+    comment = (request.POST.get("comment") or "").strip()[:5000]
+    if score not in rating.SCORES:
+        return _error(request, title, "Choose good or bad.")
+    if (score, comment) != (ticket.rating_score, ticket.rating_comment):  # a double submit writes nothing
+        # The customer rates, through the link their e-mail carried (the event's author is the requester).
+        with acting_as(Actor(type=EMAIL_MESSAGE, email=ticket.requester_email)):
+            ticket_services.ticket_rate(ticket=ticket, score=score, comment=comment)
+    return render(request, TEMPLATE, {"title": title, "done": "Thank you: your rating is recorded."})
+
+
 urlpatterns = [
     path("invitations/accept", invitation_accept_page, name="invitation-accept-page"),
     path("replyAddresses/verify", reply_address_verify_page, name="reply-address-verify-page"),
+    path("ratings", rating_page, name="rating-page"),
 ]

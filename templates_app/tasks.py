@@ -26,3 +26,17 @@ def send_outbound_message(self, message_id: str) -> None:
 @shared_task
 def requeue_stale_messages() -> int:
     return mail.requeue_stale_messages()
+
+
+@shared_task(ignore_result=True)
+def send_agent_notifications(agent_id: str) -> None:
+    from templates_app import notifications
+
+    notifications.digest_send(agent_id=agent_id)
+
+
+@shared_task(ignore_result=True)
+def send_due_notifications() -> int:
+    from templates_app import notifications
+
+    return notifications.send_due()

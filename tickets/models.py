@@ -131,6 +131,12 @@ class Ticket(LicenseOwned, Stamped):
             models.Index(fields=["license", "priority", "silo", "status"], name="ticket_lic_priority"),
             models.Index(fields=["license", "language", "silo", "status"], name="ticket_lic_language"),
             models.Index(fields=["license", "rating_score", "silo", "status"], name="ticket_lic_rating"),
+            # the auto-close's walk across licenses (tickets/auto_close.py): only solved tickets, small
+            models.Index(
+                fields=["status_changed_at", "id"],
+                name="ticket_solved_changed",
+                condition=models.Q(silo="tickets", status="solved"),
+            ),
         ]
 
     def __str__(self):

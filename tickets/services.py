@@ -19,15 +19,15 @@ from django.db import connection, transaction
 from django.db.models import Sum
 from django.utils import timezone
 
-from accounts.models import Agent, Attachment, AttachmentTransaction, License
+from accounts.models import Agent, Attachment, AttachmentTransaction, License, Team
 from accounts.services import same_license, stamp_create, stamp_update, transaction_bind
 from helpdesk.api.errors import Conflict, PayloadTooLarge, field_error
 from helpdesk.api.renderers import iso
 from helpdesk.context import current_actor
-from tickets import counts, search
+from tickets import autoassign, counts, search
 from tickets.events import History, acting_agent, acting_author, assignment_side
 from tickets.models import RATINGS, READ_ONLY_SILOS, Message, Tag, Ticket, TicketTeam
-from tickets.signals import message_created
+from tickets.signals import message_created, rating_requested, ticket_assigned
 
 # pg_advisory_xact_lock's first key: the space of the per-license upload locks (the second key is the license).
 _UPLOAD_LOCK_SPACE = 0x41545431
@@ -201,6 +201,16 @@ def ticket_create(
     if ticket.assignment_team is not None and ticket.assignment_team not in teams:
         teams = [*teams, ticket.assignment_team]
     _set_relations(ticket, teams=teams, tags=tags, followers=followers)
+    # Before the message's receivers run, so that the mail out and the notifications see the assignee.
+    automatic = autoassign.autoassign(ticket, history=history) if ticket.assignment_agent_id is None else None
+    if automatic is None and (ticket.assignment_team_id or ticket.assignment_agent_id):
+        ticket_assigned.send(
+            sender=Ticket,
+            ticket=ticket,
+            team=ticket.assignment_team,
+            agent=ticket.assignment_agent,
+            by_agent=author_agent or acting_agent(license.pk),
+        )
     _refresh_text(ticket)
     history.save()
     counts.invalidate(license.pk)
@@ -213,8 +223,32 @@ _UPDATABLE = ("status", "priority", "subject", "custom_fields", "silo")
 # Never the search columns: those are written by _refresh_text() only.
 _SAVED_ON_UPDATE = [
     *_UPDATABLE, "assignment_team", "assignment_agent", "status_changed_at", "last_message_at",
-    "last_agent_message_at", "last_client_message_at", "updated_at", "updated_by",
+    "last_agent_message_at", "last_client_message_at", "updated_at", "updated_by", "rating_requeest_sent",
 ]  # fmt: skip
+
+
+def _newly_assigned(old: dict, new: dict) -> bool:
+    """A new agent, or (no agent) a new team: someone to tell. Unassigning tells nobody."""
+    if new["agent"] is not None:
+        return old["agent"] is None or old["agent"]["ID"] != new["agent"]["ID"]
+    return new["team"] is not None and (old["team"] is None or old["team"]["ID"] != new["team"]["ID"])
+
+
+def _check_tag_reminder(ticket: Ticket, *, teams, tags, assignment) -> None:
+    """Solving an untagged ticket of a team with `tagReminder` on is refused (409 `tag_required`)."""
+    has_tags = bool(tags) if tags is not None else ticket.tags.exists()
+    if has_tags:
+        return
+    team_ids = {t.pk for t in teams} if teams is not None else set(ticket.teams.values_list("pk", flat=True))
+    new_team = (assignment or {}).get("team")
+    team_ids |= {pk for pk in (ticket.assignment_team_id, getattr(new_team, "pk", None)) if pk}
+    reminding = Team.objects.filter(pk__in=team_ids, settings__tagReminder=True).order_by("name").first()
+    if reminding is not None:
+        raise Conflict(
+            f"Team '{reminding.name}' asks for a tag before a ticket is solved; add a tag, or send "
+            '"force": true to solve it without one.',
+            code="tag_required",
+        )
 
 
 @transaction.atomic
@@ -229,9 +263,12 @@ def ticket_update(
     message: dict | None = None,
     author_type: str = "agent",
     transaction_id=None,
+    force: bool = False,
     **fields,
 ) -> Ticket:
-    """PATCH: fields, relations, silo moves and an optional reply. Read-only silos allow only `silo`."""
+    """PATCH: fields, relations, silo moves and an optional reply. Read-only silos allow only `silo`.
+
+    `force`: solve even when a team's `tagReminder` asks for a tag first."""
     unknown = set(fields) - set(_UPDATABLE)
     if unknown:
         raise TypeError(f"unknown ticket fields {sorted(unknown)}")
@@ -245,12 +282,19 @@ def ticket_update(
             f"Tickets in '{ticket.silo}' are read-only; move the ticket back (silo) first.",
             code="read_only_silo",
         )
+    solving = fields.get("status") == "solved" and ticket.status != "solved"
+    if solving and not force:
+        _check_tag_reminder(ticket, teams=teams, tags=tags, assignment=assignment)
     history = History(ticket)
     now = history.now
     state_before = (ticket.silo, ticket.status)
     before = {name: getattr(ticket, name) for name in ("status", "priority", "silo")}
     if "status" in fields and fields["status"] != ticket.status:
         ticket.status_changed_at = now
+    # One rating request per ticket, however often it is solved again (the flag commits with the status).
+    request_rating = solving and not ticket.rating_requeest_sent
+    if request_rating:
+        ticket.rating_requeest_sent = True
     for key, value in fields.items():
         setattr(ticket, key, value)
     if assignment is not None:
@@ -286,6 +330,18 @@ def ticket_update(
     ticket.last_added_message = added
     if added is not None:
         message_created.send(sender=Message, message=added, ticket=ticket, created_ticket=False)
+    if "assignment" in before and _newly_assigned(
+        before["assignment"], assignment_side(ticket.assignment_team, ticket.assignment_agent)
+    ):
+        ticket_assigned.send(
+            sender=Ticket,
+            ticket=ticket,
+            team=ticket.assignment_team,
+            agent=ticket.assignment_agent,
+            by_agent=author_agent or acting_agent(license.pk),
+        )
+    if request_rating:
+        rating_requested.send(sender=Ticket, ticket=ticket)
     return ticket
 
 

@@ -17,3 +17,12 @@ tickets_purging = Signal()
 # ticket's relations final. Keyword arguments: `ticket`, `events` (the saved TicketEvent rows, in order),
 # `created` (True for the events of a new ticket).
 events_recorded = Signal()
+
+# Sent by tickets.services (and the autoassignment) inside the write's transaction when a ticket gets a new
+# assignee: `ticket`, `team` (the assigned team or None), `agent` (the assigned agent or None), `by_agent` (the
+# agent who made the change, None for the system). The e-mail app notifies the assignee from it.
+ticket_assigned = Signal()
+
+# Sent by tickets.services inside the transaction that solves a ticket whose rating request was not sent yet
+# (`ratingRequeestSent` turned true in that same transaction): `ticket`. The e-mail app sends the request.
+rating_requested = Signal()

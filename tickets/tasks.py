@@ -27,3 +27,12 @@ def sweep_webhook_deliveries() -> int:
     from tickets.webhooks import delivery
 
     return delivery.sweep()
+
+
+@shared_task(ignore_result=True)
+def close_solved_tickets() -> int:
+    """Beat's hourly closing of tickets solved AUTO_CLOSE_SOLVED_DAYS ago (see CELERY_BEAT_SCHEDULE)."""
+    from tickets import auto_close
+
+    with acting_as(Actor(type=SCHEDULED_TASK)):
+        return auto_close.close_solved()

@@ -52,6 +52,11 @@ class TicketForm(forms.ModelForm):
         help_text="Adds a message to the thread, as you.",
     )
     reply_is_private = forms.BooleanField(label="Private note", required=False)
+    force = forms.BooleanField(
+        label="Solve without a tag",
+        required=False,
+        help_text="A team with the tag reminder on refuses to solve an untagged ticket unless this is checked.",
+    )
 
     class Meta:
         model = Ticket
@@ -104,7 +109,10 @@ class TicketAdmin(LicenseScopedAdmin):
                 ),
             )
         return (
-            (None, {"fields": ("short_id", "license", "subject", "requester", "status", "priority", "silo")}),
+            (
+                None,
+                {"fields": ("short_id", "license", "subject", "requester", "status", "force", "priority", "silo")},
+            ),
             ("Who handles it", {"fields": ("teams", "assignment_team", "assignment_agent", "tags", "followers")}),
             ("Conversation", {"fields": ("conversation",)}),
             ("Reply", {"fields": ("reply", "reply_is_private")}),
@@ -186,7 +194,7 @@ class TicketAdmin(LicenseScopedAdmin):
                 license_id=obj.license_id, account=request.user
             ).first()
         if fields or relations:
-            services.ticket_update(ticket=obj, **fields, **relations)
+            services.ticket_update(ticket=obj, force=bool(data.get("force")), **fields, **relations)
 
     # --- actions ------------------------------------------------------------------------------------------
 

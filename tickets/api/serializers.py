@@ -295,6 +295,8 @@ class TicketCreateSerializer(TicketWriteSerializer):
 
 class TicketUpdateSerializer(TicketWriteSerializer):
     silo = serializers.ChoiceField(choices=SILOS, required=False)
+    # Solve even when a team's tagReminder asks for a tag first (else 409 `tag_required`).
+    force = StrictBooleanField(required=False)
 
 
 class MergeSerializer(StrictSerializer):

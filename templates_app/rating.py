@@ -1,0 +1,86 @@
+"""Rating requests: when a ticket is solved the first time, the requester gets one e-mail with two signed links
+(good, bad) to the public page /ratings, where they may add a comment and submit (tickets.services.ticket_rate
+writes the rating and its `rating` event).
+
+The links carry the ticket's ID and the score, signed (salted, timestamped, HELPDESK_RATING_LINK_MAX_AGE_DAYS);
+a link opened again shows the page again and a second submit changes the answer: a ticket has one rating.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from django.conf import settings
+from django.core import signing
+
+from templates_app import mail
+from templates_app.models import OutboundMessage
+
+KIND = "rating"
+SALT = "helpdesk.ticket-rating"
+SCORES = ("good", "bad")
+
+
+def _signer() -> signing.TimestampSigner:
+    return signing.TimestampSigner(salt=SALT)
+
+
+def token(ticket, score: str) -> str:
+    return _signer().sign_object({"t": str(ticket.pk), "s": score})
+
+
+def link(ticket, score: str) -> str:
+    return f"{settings.HELPDESK_APP_URL.rstrip('/')}/ratings?{urlencode({'token': token(ticket, score)})}"
+
+
+def read_token(value: str) -> tuple[str, str] | None:
+    """(ticket ID, score) of a valid link's token, else None (forged, damaged or expired)."""
+    try:
+        data = _signer().unsign_object(value, max_age=settings.HELPDESK_RATING_LINK_MAX_AGE_DAYS * 86400)
+    except (signing.BadSignature, TypeError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("s") not in SCORES or not data.get("t"):
+        return None
+    return str(data["t"]), data["s"]
+
+
+def on_rating_requested(sender, *, ticket, **kwargs) -> OutboundMessage | None:
+    """Receiver of tickets.signals.rating_requested (in the transaction that solves the ticket)."""
+    from templates_app import ticket_mail
+
+    if ticket.silo != "tickets" or not ticket.requester_email:
+        return None
+    license = ticket.license
+    team = ticket_mail.ticket_team(ticket)
+    company = (license.settings or {}).get("companyName") or "our team"
+    body = (
+        f"Your request #{ticket.short_id} ({ticket.subject}) is solved. How did {company} do?\n\n"
+        f"Good: {link(ticket, 'good')}\n\nBad: {link(ticket, 'bad')}\n\n"
+        "You can add a comment on the page the link opens. Thank you!"
+    )
+    context = mail.license_context(
+        license=license,
+        **{
+            "ticket.subject": ticket.subject,
+            "ticket.shortID": ticket.short_id,
+            "requester.name": ticket.requester_name,
+            "requester.email": ticket.requester_email,
+            "message.text": body,
+        },
+    )
+    template = team.template if team is not None and team.template_id else None
+    rendered, inline = mail.render_for_license(license=license, context=context, template=template)
+    from_email, reply_to = ticket_mail.sender(license=license, team=team, short_id=ticket.short_id)
+    return mail.message_queue(
+        license=license,
+        kind=KIND,
+        key=f"{KIND}:{ticket.pk}",  # once per ticket, whatever happens to the flag
+        to=ticket.requester_email,
+        subject=f"How did we do? {ticket_mail.subject_of(ticket, reply=True)}",
+        rendered=rendered,
+        attachments=inline,
+        message_id=ticket_mail.new_message_id(),
+        ticket=ticket,
+        from_email=from_email,
+        headers={"Reply-To": reply_to, "Auto-Submitted": "auto-generated"},
+    )
