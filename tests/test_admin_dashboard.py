@@ -79,7 +79,9 @@ def test_an_owner_sees_their_licenses_numbers_and_nothing_of_another(owner):
     assert f"{timezone.localdate():%b %d}: 1 solved" in panel
     # and the ticket waiting longest comes first, linked to its page
     oldest = re.search(r'class="hd-oldest">.*?<a href="([^"]+)">([^<]+)</a>', panel, re.S)
-    assert oldest.group(1) == f"/admin/tickets/ticket/{old.pk}/change/" and "Waiting since spring" in oldest.group(2)
+    assert oldest.group(
+        1
+    ) == f"/admin/tickets/ticket/{old.pk}/change/" and "Waiting since spring" in oldest.group(2)
     # and the failed mail, and what the last purge deleted of this license
     assert re.search(r"Outbound e-mail failed</td>\s*<td[^>]*hd-bad[^>]*><a [^>]*>1</a>", panel)
     assert "3 spam, 1 trash deleted" in panel
