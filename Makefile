@@ -23,10 +23,11 @@ run: export HELPDESK_APP_URL ?= http://$(HOST):$(PORT)
 run: venv
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py demo_license --base-url http://$(HOST):$(PORT)
-	@bash -c 'trap "kill 0" EXIT; \
-	  $(VENV)/bin/celery -A helpdesk worker --beat --loglevel=INFO --concurrency=2 \
-	    --schedule=var/celerybeat-schedule & \
-	  $(PY) manage.py runserver $(HOST):$(PORT) --noreload'
+	@# Ctrl-C stops every process and exits 0 (helpdesk/supervisor.py). One NAME=COMMAND per process:
+	@# the SMTP listener (smtp_inbound) goes here as one more line when it lands.
+	@$(PY) -m helpdesk.supervisor \
+	  "worker=$(VENV)/bin/celery -A helpdesk worker --beat --loglevel=INFO --concurrency=2 --schedule=var/celerybeat-schedule" \
+	  "web=$(PY) manage.py runserver $(HOST):$(PORT) --noreload"
 
 test: venv
 	@bash tests/run.sh
