@@ -185,3 +185,30 @@ def test_bench_tickets_output_names_each_license_size_once():
     out = io.StringIO()
     assert list(progress(range(3), desc="licenses", file=out)) == [0, 1, 2]
     assert out.getvalue() == ""
+
+
+@pytest.mark.django_db
+def test_the_onboarding_of_docs_api_md_works_for_a_brand_new_account():
+    # given an account made by issue_token --create, with the export lines it prints
+    out = io.StringIO()
+    call_command("issue_token", "--email", "new@example.com", "--create", stdout=out)
+    line = re.search(r"^export ACCOUNT_ID=(\S+) TOKEN=(\S+)$", out.getvalue(), re.M)
+    assert line and 'export AUTH="$ACCOUNT_ID:$TOKEN"' in out.getvalue()
+    basic = base64.b64encode(f"{line.group(1)}:{line.group(2)}".encode()).decode()
+    client = Client(HTTP_AUTHORIZATION=f"Basic {basic}", HTTP_USER_AGENT="curl/8.0")
+
+    # when it follows the onboarding section: no license, create one, find its ID, ask for forwarding setup
+    assert client.get("/v1/licenses").json() == []
+    body = {"planCode": "hd-team1m", "couponCode": "WELCOME", "source": {"utmSource": "newsletter"}}
+    created = client.post("/v1/licenses", body, content_type="application/json")
+    assert created.status_code == 201, created.content
+    license_id = client.get("/v1/licenses").json()[0]["ID"]
+    assert license_id == created.json()["ID"]
+    sent = client.post(
+        f"/v1/licenses/{license_id}/forwardingInstructions", {"email": "it@example.com"},
+        content_type="application/json",
+    )  # fmt: skip
+    assert sent.json() == "Forwarding instructions sent to it@example.com."
+    assert (
+        client.post("/v1/licenses", body, content_type="application/json").json()["code"] == "license_exists"
+    )
