@@ -3,8 +3,8 @@
     python -m helpdesk.supervisor 'web=python manage.py runserver --noreload' 'worker=celery -A helpdesk worker'
 
 Each child runs in a session of its own, so Ctrl-C in the terminal reaches only the supervisor (not a worker
-half-way through a task, nor make): it then sends SIGTERM to each child's process group (a Celery worker's warm
-shutdown; the pool processes and beat are in the group), waits up to --grace seconds, and kills what is left.
+half-way through a task, nor make): it then sends SIGTERM to each child (a Celery worker's warm shutdown stops
+its pool and beat), waits up to --grace seconds, and kills what is left of each child's process group.
 A user stop (SIGINT, SIGTERM) exits 0, so make prints no "*** Terminated"/"Interrupt"; a child that dies on its own
 stops the others and its exit status becomes the supervisor's (1 if it was killed by a signal).
 """
@@ -64,7 +64,10 @@ class Supervisor:
 
     def _stop_all(self) -> None:
         for child in self.children.values():
-            self._signal_group(child, signal.SIGTERM)
+            # the leader only: a Celery worker stops its own pool (a pool process signalled too is logged as
+            # an error); whatever the leader leaves behind is killed with its group below
+            with contextlib.suppress(ProcessLookupError):
+                child.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + self.grace
         for name, child in self.children.items():
             try:
