@@ -8,10 +8,17 @@ from __future__ import annotations
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ActionForm
+from django.utils import timezone
+from django.utils.formats import date_format
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
-from accounts.admin.tenancy import LicenseScopedAdmin, ScopedRelatedListFilter, admin_license_ids
+from accounts.admin.tenancy import (
+    LicenseScopedAdmin,
+    ScopedRelatedListFilter,
+    admin_license_ids,
+    license_label,
+)
 from accounts.models import Agent, License
 from tickets import search, services
 from tickets.admin.conversation import render_conversation
@@ -61,7 +68,7 @@ class TicketAdmin(LicenseScopedAdmin):
     actions = ("move_to_silo", "change_status")
     # Fits a laptop screen: who and what, where it stands, whose it is, and when it last moved.
     list_display = (
-        "short_id", "subject", "status", "priority", "silo", "assignee", "license", "last_message_at",
+        "short_id", "subject", "state", "priority", "assignee", "license_name", "last_message",
     )  # fmt: skip
     list_display_links = ("short_id", "subject")
     list_select_related = ("license", "assignment_team", "assignment_agent")
@@ -115,6 +122,18 @@ class TicketAdmin(LicenseScopedAdmin):
             "status_changed_at",
             "last_message_at", "last_agent_message_at", "last_client_message_at", *self.stamps,
         )  # fmt: skip
+
+    @admin.display(description="status", ordering="status")
+    def state(self, obj):
+        return obj.status if obj.silo == "tickets" else f"{obj.status} ({obj.silo})"
+
+    @admin.display(description="license", ordering="license_id")
+    def license_name(self, obj):
+        return license_label(obj.license)
+
+    @admin.display(description="last message", ordering="last_message_at")
+    def last_message(self, obj):
+        return date_format(timezone.localtime(obj.last_message_at), "M j, H:i")
 
     @admin.display(description="assignee", ordering="assignment_team__name")
     def assignee(self, obj):
