@@ -85,6 +85,9 @@ def test_an_owner_sees_their_licenses_numbers_and_nothing_of_another(owner):
     # and the failed mail, and what the last purge deleted of this license
     assert re.search(r"Outbound e-mail failed</td>\s*<td[^>]*hd-bad[^>]*><a [^>]*>1</a>", panel)
     assert "3 spam, 1 trash deleted" in panel
+    failed_list = re.search(r'href="(/admin/templates_app/outboundmessage/[^"]+)"', panel).group(1)
+    response = staff(owner.agent).get(failed_list.replace("&amp;", "&"))
+    assert response.status_code == 200 and response.context["cl"].result_count == 1
     # and nothing of the other license
     assert f'id="hd-license-{acme.pk}"' not in html and "Elsewhere Ltd" not in html and "CRM 0" not in html
 
