@@ -27,11 +27,11 @@ run: venv
 	@echo "Inbound mail: SMTP on $(HOST):$(SMTP_PORT). Send a test mail to the address printed above, e.g.:"
 	@echo "  swaks --server $(HOST):$(SMTP_PORT) --to ADDRESS --from you@example.com --header 'Subject: Test'"
 	@echo "  $(PY) -c \"import smtplib; smtplib.SMTP('$(HOST)', $(SMTP_PORT)).sendmail('you@example.com', ['ADDRESS'], b'From: you@example.com\\r\\nSubject: Test\\r\\n\\r\\nHello')\""
-	@bash -c 'trap "kill 0" EXIT; \
-	  $(VENV)/bin/celery -A helpdesk worker --beat --loglevel=INFO --concurrency=2 \
-	    --schedule=var/celerybeat-schedule & \
-	  $(PY) manage.py smtp_inbound --host $(HOST) --port $(SMTP_PORT) & \
-	  $(PY) manage.py runserver $(HOST):$(PORT) --noreload'
+	@# Ctrl-C stops every process and exits 0 (helpdesk/supervisor.py). One NAME=COMMAND per process.
+	@$(PY) -m helpdesk.supervisor \
+	  "worker=$(VENV)/bin/celery -A helpdesk worker --beat --loglevel=INFO --concurrency=2 --schedule=var/celerybeat-schedule" \
+	  "smtp=$(PY) manage.py smtp_inbound --host $(HOST) --port $(SMTP_PORT)" \
+	  "web=$(PY) manage.py runserver $(HOST):$(PORT) --noreload"
 
 test: venv
 	@bash tests/run.sh

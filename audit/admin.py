@@ -4,8 +4,26 @@ from django.contrib import admin
 from django.utils.html import format_html, format_html_join
 
 from accounts.admin.display import pretty_json
-from accounts.admin.tenancy import ReadOnlyLicenseScopedAdmin, ScopedRelatedListFilter
+from accounts.admin.tenancy import ReadOnlyLicenseScopedAdmin, ScopedRelatedListFilter, admin_license_ids
 from audit.models import AuditEntry
+
+
+class ExistingTargetListFilter(admin.SimpleListFilter):
+    """The targets that have entries in the admin user's licenses, not every target the spec names."""
+
+    title = "target"
+    parameter_name = "target"
+
+    def lookups(self, request, model_admin):
+        entries = AuditEntry.objects.all()
+        ids = admin_license_ids(request)
+        if ids is not None:
+            entries = entries.filter(license_id__in=ids)
+        targets = entries.order_by("target").values_list("target", flat=True).distinct()
+        return [(target, target) for target in targets]
+
+    def queryset(self, request, queryset):
+        return queryset.filter(target=self.value()) if self.value() else queryset
 
 
 @admin.register(AuditEntry)
@@ -21,7 +39,7 @@ class AuditEntryAdmin(ReadOnlyLicenseScopedAdmin):
         "author_type",
         "author_email",
     )
-    list_filter = ("action", "target", "author_type", ("license", ScopedRelatedListFilter))
+    list_filter = ("action", ExistingTargetListFilter, "author_type", ("license", ScopedRelatedListFilter))
     search_fields = ("entity_name", "object_id", "author_email", "=author_id")
     date_hierarchy = "created_at"
     ordering = ("-created_at", "-id")

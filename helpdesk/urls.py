@@ -7,6 +7,8 @@ import helpdesk.api.schema  # noqa: F401  (registers the OpenAPI authentication 
 admin.site.site_header = "HelpDesk admin"
 admin.site.site_title = "HelpDesk admin"
 admin.site.index_title = "Support administration"
+admin.site.site_url = "/v1/docs"  # "View site": this service's face is its API
+admin.site.index_template = "admin/helpdesk_index.html"  # the dashboard (tickets/templatetags/dashboard.py)
 
 handler404 = "helpdesk.api.errors.handler404"
 handler500 = "helpdesk.api.errors.handler500"

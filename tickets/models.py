@@ -20,6 +20,7 @@ from accounts.models import Agent, AttachmentTransaction, License, LicenseOwned,
 
 STATUSES = ["open", "pending", "onhold", "solved", "closed"]
 PRIORITIES = [-10, 0, 10, 20]
+PRIORITY_LABELS = {-10: "Low", 0: "Normal", 10: "High", 20: "Urgent"}  # what people read (admin, mail)
 SILOS = ["tickets", "archive", "spam", "trash"]
 READ_ONLY_SILOS = {"archive", "spam", "trash"}
 RATINGS = ["good", "bad"]
@@ -72,7 +73,7 @@ class Ticket(LicenseOwned, Stamped):
     number = models.BigIntegerField()
     short_id = models.CharField(max_length=20)
     status = models.CharField(max_length=10, choices=[(s, s) for s in STATUSES], default="open")
-    priority = models.SmallIntegerField(choices=[(p, str(p)) for p in PRIORITIES], default=0)
+    priority = models.SmallIntegerField(choices=list(PRIORITY_LABELS.items()), default=0)
     silo = models.CharField(max_length=10, choices=[(s, s) for s in SILOS], default="tickets")
     subject = models.CharField(max_length=500)
     requester_email = models.EmailField(max_length=254)

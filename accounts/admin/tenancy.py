@@ -81,7 +81,17 @@ class ScopedRelatedListFilter(admin.RelatedFieldListFilter):
     def field_choices(self, field, request, model_admin):
         ordering = self.field_admin_ordering(field, request, model_admin)
         q = scope_q(request, field.related_model)
-        return field.get_choices(include_blank=False, ordering=ordering, limit_choices_to=q or {})
+        if license_path(field.related_model) != "license":
+            return field.get_choices(include_blank=False, ordering=ordering, limit_choices_to=q or {})
+        # Every license has a team "General": the license's name tells two of them apart ("General (Acme)").
+        rows = field.related_model._default_manager.filter(q).select_related("license")
+        choices = [(obj.pk, f"{obj} ({license_label(obj.license)})") for obj in rows]
+        return sorted(choices, key=lambda choice: choice[1].lower())
+
+
+def license_label(license: License) -> str:
+    """A license as people name it: its company, else its number."""
+    return (license.settings or {}).get("companyName") or f"License {license.pk}"
 
 
 class LicenseScopedAdmin(ServiceAdmin):

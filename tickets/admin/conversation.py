@@ -15,9 +15,8 @@ from django.template.loader import render_to_string
 from accounts.attachments import signed_attachment_url
 from accounts.models import Agent, Team
 from tickets.events_output import events_by_ticket
-from tickets.models import Tag
+from tickets.models import PRIORITY_LABELS, Tag
 
-PRIORITY_LABELS = {-10: "low", 0: "normal", 10: "high", 20: "urgent"}
 _RELATED = {"teams": Team, "tags": Tag, "followers": Agent}
 
 

@@ -8,12 +8,19 @@ from __future__ import annotations
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ActionForm
+from django.utils import timezone
+from django.utils.formats import date_format
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
-from accounts.admin.tenancy import LicenseScopedAdmin, ScopedRelatedListFilter
-from accounts.models import Agent
-from tickets import services
+from accounts.admin.tenancy import (
+    LicenseScopedAdmin,
+    ScopedRelatedListFilter,
+    admin_license_ids,
+    license_label,
+)
+from accounts.models import Agent, License
+from tickets import search, services
 from tickets.admin.conversation import render_conversation
 from tickets.models import SILOS, STATUSES, Ticket
 
@@ -24,21 +31,6 @@ _RELATIONS = ("teams", "tags", "followers")
 class TicketActionForm(ActionForm):
     silo = forms.ChoiceField(choices=[("", "silo…"), *[(s, s) for s in SILOS]], required=False)
     status = forms.ChoiceField(choices=[("", "status…"), *[(s, s) for s in STATUSES]], required=False)
-
-
-PRIORITY_LABELS = {-10: "low", 0: "normal", 10: "high", 20: "urgent"}
-
-
-class PriorityListFilter(admin.SimpleListFilter):
-    title = "priority"
-    parameter_name = "priority"
-
-    def lookups(self, request, model_admin):
-        return [(str(value), label) for value, label in PRIORITY_LABELS.items()]
-
-    def queryset(self, request, queryset):
-        choices = {str(value): value for value in PRIORITY_LABELS}
-        return queryset.filter(priority=choices[self.value()]) if self.value() in choices else queryset
 
 
 class TicketForm(forms.ModelForm):
@@ -79,17 +71,19 @@ class TicketAdmin(LicenseScopedAdmin):
     form = TicketForm
     action_form = TicketActionForm
     actions = ("move_to_silo", "change_status")
+    # Fits a laptop screen: who and what, where it stands, whose it is, and when it last moved.
     list_display = (
-        "short_id", "subject", "requester_email", "status", "priority_label", "silo", "assignment_team",
-        "assignment_agent", "license", "last_message_at",
+        "short_id", "subject", "state", "priority", "assignee", "license_name", "last_message",
     )  # fmt: skip
     list_display_links = ("short_id", "subject")
     list_select_related = ("license", "assignment_team", "assignment_agent")
     list_filter = (
-        "status", "silo", PriorityListFilter, ("license", ScopedRelatedListFilter),
-        ("teams", ScopedRelatedListFilter),
+        "status", "silo", "priority", ("license", ScopedRelatedListFilter),
+        ("teams", ScopedRelatedListFilter), ("tags", ScopedRelatedListFilter),
+        ("assignment_agent", ScopedRelatedListFilter),
     )  # fmt: skip
-    search_fields = ("subject", "=short_id", "requester_email", "assignment_agent__email")
+    # The search box uses the API's full-text search (subject, requester, message text): get_search_results.
+    search_fields = ("subject",)
     date_hierarchy = "created_at"
     ordering = ("-created_at",)
     show_full_result_count = False  # a count of a whole license's tickets is the slow query of this page
@@ -137,9 +131,40 @@ class TicketAdmin(LicenseScopedAdmin):
             "last_message_at", "last_agent_message_at", "last_client_message_at", *self.stamps,
         )  # fmt: skip
 
-    @admin.display(description="priority", ordering="priority")
-    def priority_label(self, obj):
-        return PRIORITY_LABELS.get(obj.priority, obj.priority)
+    @admin.display(description="status", ordering="status")
+    def state(self, obj):
+        return obj.status if obj.silo == "tickets" else f"{obj.status} ({obj.silo})"
+
+    @admin.display(description="license", ordering="license_id")
+    def license_name(self, obj):
+        return license_label(obj.license)
+
+    @admin.display(description="last message", ordering="last_message_at")
+    def last_message(self, obj):
+        return date_format(timezone.localtime(obj.last_message_at), "M j, H:i")
+
+    @admin.display(description="assignee", ordering="assignment_team__name")
+    def assignee(self, obj):
+        names = [str(x) for x in (obj.assignment_team, obj.assignment_agent) if x is not None]
+        return " / ".join(names) or "—"
+
+    def get_search_results(self, request, queryset, search_term):
+        # no search term for the fields: the parent only narrows autocompletes to one license
+        queryset, distinct = super().get_search_results(request, queryset, "")
+        term = search_term.strip()
+        if term:
+            queryset = queryset.filter(search.query_q(term, self._search_languages(request)))
+        return queryset, distinct
+
+    def _search_languages(self, request) -> list[str]:
+        """The stemmings the API would use: the detected languages of the licenses this admin sees."""
+        licenses = License.objects.all()
+        ids = admin_license_ids(request)
+        if ids is not None:
+            licenses = licenses.filter(pk__in=ids)
+        return sorted(
+            {code for codes in licenses.values_list("detected_languages", flat=True) for code in codes}
+        )
 
     @admin.display(description="requester")
     def requester(self, obj):

@@ -1,20 +1,26 @@
 import json
+import shlex
 
 from django.core.management.base import BaseCommand
 
 from accounts import services
-from accounts.models import Account, License
+from accounts.models import Account, License, PersonalAccessToken
 from helpdesk.context import HELPDESK_SYSTEM, Actor, acting_as
 
 DEMO_EMAIL = "demo@helpdesk.localhost"
+DEMO_TOKEN_NAME = "demo"
 
 
 class Command(BaseCommand):
-    help = "Create the demo license if there is none yet, and print fresh API credentials for its owner."
+    help = (
+        "Create the demo license if there is none yet, and print API credentials for its owner as export lines. "
+        "Tokens are stored hashed, so the previous demo token cannot be shown again: it is revoked and a new one "
+        "issued (one live demo token, however often `make run` runs)."
+    )
 
     def add_arguments(self, parser):
-        parser.add_argument("--base-url", default="http://127.0.0.1:8000")
-        parser.add_argument("--json", action="store_true")
+        parser.add_argument("--base-url", default="http://127.0.0.1:8000", help="default: %(default)s")
+        parser.add_argument("--json", action="store_true", help="print one JSON object instead")
 
     def handle(self, *args, base_url, **options):
         with acting_as(Actor(type=HELPDESK_SYSTEM)):
@@ -24,15 +30,32 @@ class Command(BaseCommand):
                     owner_email=DEMO_EMAIL, owner_name="Demo Owner", company_name="Demo Inc."
                 )
                 account = Account.objects.get(email=DEMO_EMAIL)
-            _, token = services.token_issue(account=account, name="demo")
+            previous = PersonalAccessToken.objects.filter(
+                account=account, name=DEMO_TOKEN_NAME, revoked_at__isnull=True
+            )
+            revoked = [services.token_revoke(token=token) for token in previous]
+            _, token = services.token_issue(account=account, name=DEMO_TOKEN_NAME)
+        license = License.objects.filter(agents__account=account).order_by("pk").first()
         if options["json"]:
-            self.stdout.write(json.dumps({"accountID": str(account.pk), "token": token}))
+            self.stdout.write(
+                json.dumps(
+                    {
+                        "licenseID": license.pk,
+                        "accountID": str(account.pk),
+                        "token": token,
+                        "revoked": len(revoked),
+                    }
+                )
+            )
             return
+        again = "The previous demo token was revoked; this" if revoked else "This"
         self.stdout.write(
-            "\nDemo license ready. API credentials (the token is shown once):\n"
-            f"  accountID: {account.pk}\n  token:     {token}\n\n"
-            f"Try it:\n  curl -u {account.pk}:{token} {base_url}/v1/licenses\n"
-            f"API docs: {base_url}/v1/docs\n"
+            f"\nDemo license {license.pk} ({license.settings.get('companyName') or 'no name'}) ready. {again} token is shown once.\n"
+            "Paste into your shell (docs/api.md uses these variables):\n\n"
+            f"export HD={shlex.quote(base_url)} ACCOUNT_ID={account.pk} TOKEN={shlex.quote(token)}\n"
+            'export AUTH="$ACCOUNT_ID:$TOKEN"\n\n'
+            'Try it:  curl -u "$AUTH" $HD/v1/licenses\n'
+            f"API docs: {base_url}/v1/docs   Admin: {base_url}/admin/ (manage.py createsuperuser)\n"
         )
         license = License.objects.filter(agents__account=account).order_by("pk").first()
         if license is not None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import sys
 import tempfile
 import time
 import uuid
@@ -47,7 +48,7 @@ TICKET_COLUMNS = [
 COPIES = {
     "tickets": f"COPY bench_ticket_stage ({', '.join(TICKET_COLUMNS)}) FROM STDIN",
     "messages": "COPY tickets_message (id, license_id, ticket_id, text, is_private, author_type, author_agent_id, "
-    "created_at) FROM STDIN",
+    "created_at, rich_text_html, delivery_status) FROM STDIN",
     "teams": "COPY tickets_ticket_teams (ticket_id, team_id, license_id, silo, status) FROM STDIN",
     "tags": "COPY tickets_ticket_tags (ticket_id, tag_id) FROM STDIN",
     "followers": "COPY tickets_ticket_followers (ticket_id, agent_id) FROM STDIN",
@@ -113,6 +114,19 @@ def _line(values) -> str:
     return "\t".join(r"\N" if v is None else str(v).translate(_ESCAPES) for v in values) + "\n"
 
 
+def progress(iterable=None, *, file=None, **kwargs):
+    """A progress bar on a terminal only. Piped into a file, tqdm would print each bar at its start and twice at
+    its end (its last refresh, then close), which made the output look duplicated; the results are on stdout."""
+    return tqdm(iterable, disable=None, file=file or sys.stderr, **kwargs)
+
+
+def _sizes_summary(sizes: list[int]) -> str:
+    """The largest and smallest licenses' sizes (all of them when few: never the same license twice)."""
+    if len(sizes) <= 8:
+        return str(sizes)
+    return f"{sizes[:5]} ... {sizes[-3:]}"
+
+
 def license_sizes(total: int, licenses: int, largest_share: float = 0.30) -> list[int]:
     """The first license holds `largest_share`; the rest follow a Zipf-like curve."""
     first = round(total * largest_share)
@@ -124,14 +138,43 @@ def license_sizes(total: int, licenses: int, largest_share: float = 0.30) -> lis
 
 
 class Command(BaseCommand):
-    help = "Generate the ticket benchmark data set with COPY (PostgreSQL; a dedicated database)."
+    help = (
+        "Generate the ticket benchmark data set with COPY into a dedicated PostgreSQL database (DATABASE_URL); "
+        "never on a real one. Progress bars go to stderr (a terminal only), results to stdout."
+    )
 
     def add_arguments(self, parser):
-        parser.add_argument("--tickets", type=int, default=1_000_000)
-        parser.add_argument("--licenses", type=int, default=50)
-        parser.add_argument("--seed", type=int, default=42)
-        parser.add_argument("--credentials", default="bench/credentials.json")
-        parser.add_argument("--truncate", action="store_true", help="empty the ticket tables first")
+        parser.add_argument(
+            "--tickets",
+            type=int,
+            default=1_000_000,
+            metavar="N",
+            help="how many tickets in all, each with 1-3 messages (default: %(default)s)",
+        )
+        parser.add_argument(
+            "--licenses",
+            type=int,
+            default=50,
+            metavar="N",
+            help="how many licenses share them; the first holds 30%%, the rest a Zipf-like curve "
+            "(default: %(default)s)",
+        )
+        parser.add_argument(
+            "--seed",
+            type=int,
+            default=42,
+            help="seed of the random generator: the same seed makes the same data set (default: %(default)s)",
+        )
+        parser.add_argument(
+            "--credentials",
+            default="bench/credentials.json",
+            metavar="PATH",
+            help="where to write each license's owner token for bench/search.py (default: %(default)s)",
+        )
+        parser.add_argument(
+            "--truncate", action="store_true",
+            help="empty the ticket tables first (required when there are tickets already; default: off)",
+        )  # fmt: skip
 
     def handle(self, *args, **options):
         if connection.vendor != "postgresql":
@@ -147,7 +190,7 @@ class Command(BaseCommand):
         sizes = license_sizes(options["tickets"], options["licenses"])
         worlds = self._licenses(sizes, options["credentials"])
         self.stdout.write(
-            f"licenses ready in {time.monotonic() - started:.0f}s; sizes: {sizes[:5]}... {sizes[-3:]}"
+            f"licenses ready in {time.monotonic() - started:.0f}s; sizes: {_sizes_summary(sizes)}"
         )
         indexes = self._drop_indexes()
         self._copy(worlds, sizes)
@@ -158,7 +201,7 @@ class Command(BaseCommand):
 
     def _licenses(self, sizes, credentials_path):
         rng, worlds, credentials = self.rng, [], []
-        for index, size in enumerate(tqdm(sizes, desc="licenses")):
+        for index, size in enumerate(progress(sizes, desc="licenses")):
             with transaction.atomic():
                 license = account_services.license_create(
                     owner_email=f"owner{index}-{uuid.uuid4().hex[:6]}@bench.example",
@@ -265,7 +308,7 @@ class Command(BaseCommand):
                     with (
                         cursor.cursor.copy(copy_sql) as copy,
                         open(path, "rb") as handle,
-                        tqdm(
+                        progress(
                             total=os.path.getsize(path), desc=f"COPY {name}", unit="B", unit_scale=True
                         ) as bar,
                     ):
@@ -288,7 +331,7 @@ class Command(BaseCommand):
             priorities,
             priority_weights,
         ) = weights
-        for license_index in tqdm(order, desc="tickets", unit_scale=True, mininterval=2):
+        for license_index in progress(order, desc="tickets", unit_scale=True, mininterval=2):
             world = worlds[license_index]
             world["number"] += 1
             number = world["number"]
@@ -323,6 +366,8 @@ class Command(BaseCommand):
                             author,
                             agent if author == "agent" and agent else None,
                             _ts(at),
+                            "",
+                            "[]",
                         ]
                     )  # fmt: skip
                 )
@@ -377,7 +422,7 @@ class Command(BaseCommand):
         with connection.cursor() as cursor:
             cursor.execute("SET maintenance_work_mem = '512MB'")
             cursor.execute("SET session_replication_role = replica")
-            for label, sql in tqdm(steps, desc="finish"):
+            for label, sql in progress(steps, desc="finish"):
                 started = time.monotonic()
                 cursor.execute(sql)
                 tqdm.write(f"  {label}: {time.monotonic() - started:.1f}s")

@@ -1,0 +1,175 @@
+"""The admin index's dashboard, per license: the reads (a selector) behind tickets/templatetags/dashboard.py.
+
+A fixed number of queries whatever the number of licenses, tickets or failures shown (one per panel, each
+grouped or windowed by license): the index page stays as fast for an operator of many licenses as for an owner.
+Only the first MAX_LICENSES licenses are shown at once; `?license=<id>` shows one.
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass, field
+
+from django.db.models import Count, F, Max, Window
+from django.db.models.functions import RowNumber, TruncDate
+from django.utils import timezone
+
+from accounts.admin.tenancy import license_label
+from accounts.models import License
+from templates_app.models import OutboundMessage
+from tickets.models import Ticket, TicketEvent, TicketTeam
+from tickets.models_purge import PurgeRun
+from tickets.webhooks.models import STATUS_FAILING, Webhook, WebhookDelivery
+
+DAYS = 30
+OLDEST = 5
+MAX_LICENSES = 10
+FAILING_WEBHOOKS = 5
+
+
+@dataclass
+class Day:
+    date: datetime.date
+    created: int = 0
+    solved: int = 0
+
+
+@dataclass
+class LicensePanel:
+    license: License
+    label: str
+    teams: list[dict] = field(default_factory=list)  # {"name", "open", "pending"}
+    days: list[Day] = field(default_factory=list)
+    oldest: list[Ticket] = field(default_factory=list)
+    mail_failures: int = 0
+    last_mail_failure: datetime.datetime | None = None
+    delivery_failures: int = 0
+    last_delivery_failure: datetime.datetime | None = None
+    failing_webhooks: list[Webhook] = field(default_factory=list)
+    purged: dict | None = None  # the last purge run's counts for this license
+
+    @property
+    def created_total(self) -> int:
+        return sum(day.created for day in self.days)
+
+    @property
+    def solved_total(self) -> int:
+        return sum(day.solved for day in self.days)
+
+
+@dataclass
+class Dashboard:
+    panels: list[LicensePanel]
+    license_count: int
+    last_purge: PurgeRun | None
+
+
+def dashboard(license_ids: list[int] | None, *, only: int | None = None, now=None) -> Dashboard:
+    """The panels of the licenses in `license_ids` (None: every license, for a superuser)."""
+    now = now or timezone.now()
+    licenses = License.objects.order_by("pk")
+    if license_ids is not None:
+        licenses = licenses.filter(pk__in=license_ids)
+    if only is not None:
+        licenses = licenses.filter(pk=only)
+    shown = list(licenses[:MAX_LICENSES])
+    license_count = len(shown) if len(shown) < MAX_LICENSES else licenses.count()
+    panels = {lic.pk: LicensePanel(license=lic, label=license_label(lic)) for lic in shown}
+    last_purge = PurgeRun.objects.order_by("-started_at").first()
+    if not panels:
+        return Dashboard(panels=[], license_count=license_count, last_purge=last_purge)
+    ids = list(panels)
+
+    _teams(panels, ids)
+    _days(panels, ids, now)
+    _oldest(panels, ids)
+    _failures(panels, ids)
+    if last_purge is not None:
+        for pk, panel in panels.items():
+            panel.purged = last_purge.counts.get(str(pk))
+    return Dashboard(panels=list(panels.values()), license_count=license_count, last_purge=last_purge)
+
+
+def _teams(panels, ids) -> None:
+    rows = (
+        TicketTeam.objects.filter(license_id__in=ids, silo="tickets", status__in=["open", "pending"])
+        .values("license_id", "team_id", "team__name", "status")
+        .annotate(n=Count("ticket_id"))
+    )
+    teams: dict = {}
+    for row in rows:
+        key = (row["license_id"], row["team_id"])
+        team = teams.setdefault(key, {"name": row["team__name"], "open": 0, "pending": 0})
+        team[row["status"]] = row["n"]
+    for (license_id, _), team in sorted(teams.items(), key=lambda item: item[1]["name"].lower()):
+        panels[license_id].teams.append(team)
+
+
+def _days(panels, ids, now) -> None:
+    today = timezone.localdate(now)
+    first = today - datetime.timedelta(days=DAYS - 1)
+    since = timezone.make_aware(datetime.datetime.combine(first, datetime.time()))
+    for panel in panels.values():
+        panel.days = [Day(first + datetime.timedelta(days=n)) for n in range(DAYS)]
+    created = (
+        Ticket.objects.filter(license_id__in=ids, created_at__gte=since)
+        .annotate(day=TruncDate("created_at"))
+        .values("license_id", "day")
+        .annotate(n=Count("id"))
+    )
+    # a solve is a status event to `solved` (a ticket solved twice counts twice: it was worked twice)
+    solved = (
+        TicketEvent.objects.filter(
+            license_id__in=ids, type="status", created_at__gte=since, payload__new="solved"
+        )
+        .annotate(day=TruncDate("created_at"))
+        .values("license_id", "day")
+        .annotate(n=Count("id"))
+    )
+    for rows, attr in ((created, "created"), (solved, "solved")):
+        for row in rows:
+            index = (row["day"] - first).days
+            if 0 <= index < DAYS:
+                setattr(panels[row["license_id"]].days[index], attr, row["n"])
+
+
+def _oldest(panels, ids) -> None:
+    """The open tickets waiting longest since their last message, OLDEST per license, in one query."""
+    rank = Window(RowNumber(), partition_by=[F("license_id")], order_by=[F("last_message_at").asc(), F("id")])
+    rows = (
+        Ticket.objects.filter(license_id__in=ids, silo="tickets", status="open")
+        .annotate(rank=rank)
+        .filter(rank__lte=OLDEST)
+        .select_related("assignment_team", "assignment_agent")
+        .order_by("license_id", "rank")
+    )
+    for ticket in rows:
+        panels[ticket.license_id].oldest.append(ticket)
+
+
+def _failures(panels, ids) -> None:
+    mail = (
+        OutboundMessage.objects.filter(license_id__in=ids, status=OutboundMessage.STATUS_FAILED)
+        .values("license_id")
+        .annotate(n=Count("id"), last=Max("created_at"))
+    )
+    for row in mail:
+        panel = panels[row["license_id"]]
+        panel.mail_failures, panel.last_mail_failure = row["n"], row["last"]
+    deliveries = (
+        WebhookDelivery.objects.filter(license_id__in=ids, status=WebhookDelivery.FAILED)
+        .values("license_id")
+        .annotate(n=Count("id"), last=Max("created_at"))
+    )
+    for row in deliveries:
+        panel = panels[row["license_id"]]
+        panel.delivery_failures, panel.last_delivery_failure = row["n"], row["last"]
+    rank = Window(RowNumber(), partition_by=[F("license_id")], order_by=[F("updated_at").desc(), F("id")])
+    failing = (
+        Webhook.objects.filter(license_id__in=ids, status=STATUS_FAILING)
+        .annotate(rank=rank)
+        .filter(rank__lte=FAILING_WEBHOOKS)
+        .order_by("license_id", "rank")
+    )
+    for webhook in failing:
+        panels[webhook.license_id].failing_webhooks.append(webhook)

@@ -1,0 +1,20 @@
+"""`{% helpdesk_dashboard %}` on the admin index (templates/admin/helpdesk_index.html): the signed-in user's
+licenses' panels (tickets/admin/dashboard.py), scoped as every admin page is (accounts/admin/tenancy.py)."""
+
+from django import template
+
+from accounts.admin.tenancy import admin_license_ids
+from tickets.admin.charts import created_solved_chart
+from tickets.admin.dashboard import DAYS, dashboard
+
+register = template.Library()
+
+
+@register.inclusion_tag("admin/helpdesk_dashboard.html", takes_context=True)
+def helpdesk_dashboard(context):
+    request = context["request"]
+    only = request.GET.get("license", "")
+    data = dashboard(admin_license_ids(request), only=int(only) if only.isdigit() else None)
+    for panel in data.panels:
+        panel.chart = created_solved_chart(panel.days)
+    return {"dashboard": data, "days": DAYS, "superuser": request.user.is_superuser}
