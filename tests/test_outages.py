@@ -112,13 +112,14 @@ def test_a_task_enqueued_after_commit_while_the_broker_is_away_does_not_fail_the
 
     target = urlsplit(django_settings.REDIS_URL)
     proxy = TcpProxy(target.hostname, target.port or 6379)
-    app = Celery("outage-test")
+    # not the current app, and its task not shared: the project's tasks must keep the project's app afterwards
+    app = Celery("outage-test", set_as_current=False)
     app.config_from_object("django.conf:settings", namespace="CELERY")
     app.conf.broker_url = proxy.url_for(django_settings.REDIS_URL)
     app.conf.task_always_eager = False
     sent = []
 
-    @app.task(name="tests.outage_probe")
+    @app.task(name="tests.outage_probe", shared=False)
     def probe(value):
         sent.append(value)
 
