@@ -186,3 +186,25 @@ def test_while_redis_is_away_the_limits_fail_open_with_a_warning(owner, limits, 
     # when: Redis returns, the counters (still in it) apply again
     redis_proxy.restore()
     assert owner.client.get("/v1/tickets").status_code == 429
+
+
+@pytest.mark.redis
+def test_on_redis_counting_both_buckets_costs_one_round_trip(owner, limits, frozen, monkeypatch):
+    from redis.connection import Connection
+
+    sent = []
+    send = Connection.send_packed_command
+    monkeypatch.setattr(
+        Connection, "send_packed_command", lambda self, *a, **kw: sent.append(1) or send(self, *a, **kw)
+    )
+
+    def round_trips() -> int:
+        sent.clear()
+        assert owner.client.get("/v1/tickets").status_code == 200
+        return len(sent)
+
+    limits.RATE_LIMIT_PER_TOKEN = limits.RATE_LIMIT_PER_LICENSE = 0
+    round_trips()  # the search's total is cached
+    without = round_trips()
+    limits.RATE_LIMIT_PER_TOKEN, limits.RATE_LIMIT_PER_LICENSE = 3, 5
+    assert round_trips() == without + 1

@@ -8,8 +8,8 @@ Retry-After (until the window ends). The headers report the tighter of the two b
 
 On Redis both counters are incremented (and given an expiry) in one pipelined round trip. When Redis is away
 the limits fail open: the request passes, only X-RateLimit-Limit is sent, and a warning is logged (rate-limited,
-by helpdesk.cache). On any other cache (the embedded default's file-based cache) the counters use `add`/`incr`,
-which are not atomic across processes there: the limits are approximate, which is enough for one machine.
+by helpdesk.cache). On any other cache (the embedded default's file-based cache) a counter is read and written
+back, not atomically: under concurrency a few requests may slip past a limit, which is enough for one machine.
 
 Anonymous requests are not counted here: failed authentications have their own throttle (authentication.py).
 """
@@ -71,19 +71,12 @@ def _count_redis(cache, keys: list[str], ttl: int) -> list[int]:
 
 
 def _count_generic(cache, keys: list[str], ttl: int) -> list[int]:
-    counts = []
-    for key in keys:
-        try:
-            counts.append(cache.incr(key))
-        except ValueError:  # a new window (or a counter that expired between the two calls)
-            if cache.add(key, 1, ttl):
-                counts.append(1)
-            else:
-                try:
-                    counts.append(cache.incr(key))
-                except ValueError:
-                    counts.append(1)
-    return counts
+    # Not atomic (nor is `incr` on these backends); `set` with the window's TTL, as `incr` would give the
+    # counter the default timeout and leave stale windows behind in the file cache, crowding out its culling.
+    counts = cache.get_many(keys)
+    counts = {key: counts.get(key, 0) + 1 for key in keys}
+    cache.set_many(counts, ttl)
+    return list(counts.values())
 
 
 def _count(keys: list[str], ttl: int) -> list[int] | None:
@@ -114,7 +107,7 @@ def check(request) -> RateLimit | None:
     now = time.time()
     number = int(now // window)
     reset = (number + 1) * window
-    counts = _count([f"{key}:{number}" for key, _ in buckets], window + 1)
+    counts = _count([f"{key}:{number}" for key, _ in buckets], int(reset - now) + 1)
     if counts is None:
         state = RateLimit(limit=min(limit for _, limit in buckets), remaining=None, reset=None)
     else:
