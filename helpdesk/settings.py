@@ -72,6 +72,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "helpdesk.api.middleware.ApiRequestMiddleware",
+    "helpdesk.api.ratelimit.RateLimitHeadersMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -291,6 +292,10 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("API_MAX_BODY_BYTES", 2 * 1024 * 1024)
 HELPDESK_REQUIRE_USER_AGENT = env_bool("HELPDESK_REQUIRE_USER_AGENT", True)
 HELPDESK_AUTH_FAILURES_PER_MINUTE = env_int("HELPDESK_AUTH_FAILURES_PER_MINUTE", 10)
 HELPDESK_TOKEN_PREFIX = "hdp_"
+# Requests per window per token (PAT or OAuth) and per license (all its tokens); 0 disables a limit. 429 past it.
+RATE_LIMIT_PER_TOKEN = env_int("RATE_LIMIT_PER_TOKEN", 600)
+RATE_LIMIT_PER_LICENSE = env_int("RATE_LIMIT_PER_LICENSE", 3000)
+RATE_LIMIT_WINDOW_SECONDS = env_int("RATE_LIMIT_WINDOW_SECONDS", 60)
 # Nesting of any JSON body (deeper is a 400); free-form fields (customFields, richTextObj) have tighter limits.
 API_MAX_JSON_DEPTH = env_int("API_MAX_JSON_DEPTH", 32)
 # Uploads: a multipart request's declared size (checked before the body is read), files per attachment
@@ -305,6 +310,7 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["helpdesk.api.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["helpdesk.api.json_input.JSONParser"],
     "DEFAULT_FILTER_BACKENDS": ["helpdesk.api.filtersets.StrictFilterBackend"],
+    "DEFAULT_THROTTLE_CLASSES": ["helpdesk.api.ratelimit.RateLimitThrottle"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "helpdesk.api.errors.exception_handler",
     "UNAUTHENTICATED_USER": None,

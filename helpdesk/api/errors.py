@@ -19,6 +19,8 @@ from django.http import Http404, HttpResponse, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
+from helpdesk.api import ratelimit
+
 log = logging.getLogger(__name__)
 
 
@@ -145,6 +147,9 @@ def exception_handler(exc, context):
     elif isinstance(exc, DjangoValidationError):
         details = exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}
         exc = exceptions.ValidationError(details)
+    if isinstance(exc, exceptions.APIException):
+        # A request refused before the throttle ran (403) still counts; past the limit it is the 429.
+        exc = ratelimit.for_error(exc, context.get("request") if context else None)
 
     if isinstance(exc, DATABASE_ERRORS):
         log.warning("Database unavailable: %s", exc)

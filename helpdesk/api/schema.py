@@ -16,7 +16,7 @@ _ERRORS = {
     "401": "Missing or invalid credentials",
     "403": "Authenticated, but the role or token does not allow it",
     "404": "Not found (or belonging to another license)",
-    "429": "Too many failed authentication attempts (Retry-After)",
+    "429": "Over a rate limit, or too many failed authentication attempts (Retry-After)",
 }
 
 

@@ -1,0 +1,167 @@
+"""Rate limits per token and per license: fixed-window counters in the cache, reported in X-RateLimit-* headers.
+
+Every authenticated API request counts once in two buckets: its token's (a personal access token, or an OAuth
+access token: keyed by the class and primary key of `request.auth`, so both kinds work) and its license's
+(shared by every token acting in it). A bucket is a counter per window (`RATE_LIMIT_WINDOW_SECONDS`), its key
+naming the window, so it resets at the window's end without a read of its TTL. Past either limit: 429 with
+Retry-After (until the window ends). The headers report the tighter of the two buckets.
+
+On Redis both counters are incremented (and given an expiry) in one pipelined round trip. When Redis is away
+the limits fail open: the request passes, only X-RateLimit-Limit is sent, and a warning is logged (rate-limited,
+by helpdesk.cache). On any other cache (the embedded default's file-based cache) a counter is read and written
+back, not atomically: under concurrency a few requests may slip past a limit, which is enough for one machine.
+
+Anonymous requests are not counted here: failed authentications have their own throttle (authentication.py).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.core.cache import caches
+from django.core.cache.backends.redis import RedisCache
+from rest_framework.exceptions import Throttled
+from rest_framework.throttling import BaseThrottle
+
+from helpdesk.cache import UNAVAILABLE, _warn
+
+# The attribute of the Django request (not DRF's wrapper, which middleware never sees) holding the outcome.
+STATE_ATTRIBUTE = "rate_limit"
+
+
+@dataclass(frozen=True, slots=True)
+class RateLimit:
+    limit: int
+    remaining: int | None  # None: the counters could not be read (the cache is away): the limit is open
+    reset: int | None  # epoch seconds at which the window ends
+    exceeded: bool = False
+
+    def headers(self) -> dict[str, str]:
+        headers = {"X-RateLimit-Limit": str(self.limit)}
+        if self.remaining is not None:
+            headers["X-RateLimit-Remaining"] = str(self.remaining)
+            headers["X-RateLimit-Reset"] = str(self.reset)
+        return headers
+
+
+def rate_limit_key(request) -> str:
+    """The token's bucket: the same for a PAT and an OAuth access token (whatever `request.auth` is)."""
+    return f"{type(request.auth).__name__}:{request.auth.pk}"
+
+
+def _buckets(request) -> list[tuple[str, int]]:
+    buckets = []
+    if settings.RATE_LIMIT_PER_TOKEN > 0:
+        buckets.append((f"ratelimit:token:{rate_limit_key(request)}", settings.RATE_LIMIT_PER_TOKEN))
+    license = getattr(request, "license", None)
+    if settings.RATE_LIMIT_PER_LICENSE > 0 and license is not None:
+        buckets.append((f"ratelimit:license:{license.pk}", settings.RATE_LIMIT_PER_LICENSE))
+    return buckets
+
+
+def _count_redis(cache, keys: list[str], ttl: int) -> list[int]:
+    keys = [cache.make_key(key) for key in keys]
+    pipe = cache._cache.get_client(keys[0], write=True).pipeline(transaction=False)
+    for key in keys:
+        pipe.incr(key)
+        pipe.expire(key, ttl)
+    return pipe.execute()[::2]
+
+
+def _count_generic(cache, keys: list[str], ttl: int) -> list[int]:
+    # Not atomic (nor is `incr` on these backends); `set` with the window's TTL, as `incr` would give the
+    # counter the default timeout and leave stale windows behind in the file cache, crowding out its culling.
+    counts = cache.get_many(keys)
+    counts = {key: counts.get(key, 0) + 1 for key in keys}
+    cache.set_many(counts, ttl)
+    return list(counts.values())
+
+
+def _count(keys: list[str], ttl: int) -> list[int] | None:
+    """The counters after this request's increment, or None when the cache cannot be reached."""
+    cache = caches["default"]
+    if isinstance(cache, RedisCache):
+        try:
+            return _count_redis(cache, keys, ttl)
+        except UNAVAILABLE as exc:
+            _warn("rate limit", exc)
+            return None
+    return _count_generic(cache, keys, ttl)
+
+
+def check(request) -> RateLimit | None:
+    """Count an authenticated request in its buckets; the outcome is kept on the request for the headers.
+
+    None when no limit applies (anonymous, or every limit set to 0). Counted once per request.
+    """
+    django_request = getattr(request, "_request", request)
+    state = getattr(django_request, STATE_ATTRIBUTE, None)
+    if state is not None or getattr(request, "_auth", None) is None:
+        return state
+    window = settings.RATE_LIMIT_WINDOW_SECONDS
+    buckets = _buckets(request) if window > 0 else []
+    if not buckets:
+        return None
+    now = time.time()
+    number = int(now // window)
+    reset = (number + 1) * window
+    counts = _count([f"{key}:{number}" for key, _ in buckets], int(reset - now) + 1)
+    if counts is None:
+        state = RateLimit(limit=min(limit for _, limit in buckets), remaining=None, reset=None)
+    else:
+        # The tighter bucket: the fewest requests left (then the smaller limit).
+        pairs = [(limit, count) for (_, limit), count in zip(buckets, counts, strict=True)]
+        remaining, limit = min((max(limit - count, 0), limit) for limit, count in pairs)
+        exceeded = any(count > limit for limit, count in pairs)
+        state = RateLimit(limit=limit, remaining=remaining, reset=reset, exceeded=exceeded)
+    setattr(django_request, STATE_ATTRIBUTE, state)
+    return state
+
+
+def retry_after(state: RateLimit) -> int:
+    return max(1, state.reset - int(time.time()))
+
+
+class RateLimitThrottle(BaseThrottle):
+    """DRF's throttle hook (runs after authentication and the permission checks); past the limit DRF raises
+    `Throttled(wait)`, which the error handler answers as a 429 with Retry-After."""
+
+    state = None
+
+    def allow_request(self, request, view):
+        self.state = check(request)
+        return self.state is None or not self.state.exceeded
+
+    def wait(self):
+        return retry_after(self.state)
+
+
+def for_error(exc, request):
+    """The exception the error handler answers, with rate limits applied.
+
+    An error raised before the throttle ran (a permission check's 403) still counts, and past the limit the
+    answer is the 429; DRF's own `Throttled` for this limit gains its code and message.
+    """
+    if request is None:
+        return exc
+    state = check(request)
+    if state is not None and state.exceeded:
+        return Throttled(wait=retry_after(state), detail="Rate limit exceeded.", code="rate_limit_exceeded")
+    return exc
+
+
+class RateLimitHeadersMiddleware:
+    """Puts the X-RateLimit-* headers of a counted request on its response, whatever the status."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        state = getattr(request, STATE_ATTRIBUTE, None)
+        if state is not None:
+            for header, value in state.headers().items():
+                response[header] = value
+        return response
