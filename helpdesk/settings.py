@@ -67,10 +67,13 @@ INSTALLED_APPS = [
     "tickets",
     "billing",
     "audit",
+    "oauth2_provider",  # after accounts: our oauth2_provider/authorize.html template wins
+    "corsheaders",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "corsheaders.middleware.CorsMiddleware",  # before anything that may answer (preflights, errors)
     "helpdesk.api.middleware.ApiRequestMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -286,7 +289,10 @@ UPLOAD_MAX_FILES_PER_TRANSACTION = env_int("UPLOAD_MAX_FILES_PER_TRANSACTION", 5
 UPLOAD_MAX_LICENSE_BYTES = env_int("UPLOAD_MAX_LICENSE_BYTES", 10 * 1024 * 1024 * 1024)
 
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["helpdesk.api.authentication.TokenBasicAuthentication"],
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "helpdesk.api.authentication.TokenBasicAuthentication",
+        "helpdesk.api.authentication.OAuthBearerAuthentication",
+    ],
     "DEFAULT_PERMISSION_CLASSES": ["helpdesk.api.permissions.RolePermission"],
     "DEFAULT_RENDERER_CLASSES": ["helpdesk.api.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["helpdesk.api.json_input.JSONParser"],
@@ -372,3 +378,36 @@ CELERY_BEAT_SCHEDULE["webhooks-sweep-deliveries"] = {
     "schedule": 30.0,
     "options": {"expires": 25},
 }
+
+# --- OAuth 2.0 (django-oauth-toolkit): apps registered at /v1/apps, consent at /oauth/authorize.
+OAUTH_ACCESS_TOKEN_SECONDS = env_int("OAUTH_ACCESS_TOKEN_SECONDS", 3600)
+OAUTH_REFRESH_TOKEN_SECONDS = env_int("OAUTH_REFRESH_TOKEN_SECONDS", 30 * 24 * 3600)
+OAUTH2_PROVIDER = {
+    "PKCE_REQUIRED": True,
+    "ACCESS_TOKEN_EXPIRE_SECONDS": OAUTH_ACCESS_TOKEN_SECONDS,
+    "REFRESH_TOKEN_EXPIRE_SECONDS": OAUTH_REFRESH_TOKEN_SECONDS,
+    "ROTATE_REFRESH_TOKEN": True,
+    "AUTHORIZATION_CODE_EXPIRE_SECONDS": 60,
+    # Tokens are stored as their SHA-256 only, as personal access tokens are.
+    "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
+    "SCOPES_BACKEND_CLASS": "accounts.oauth.scopes.ScopesBackend",
+    "REQUEST_APPROVAL_PROMPT": "force",  # an owner approves every grant on the consent page
+}
+# DOT's own models (named here because migrations referencing them resolve the names from settings).
+OAUTH2_PROVIDER_APPLICATION_MODEL = "oauth2_provider.Application"
+OAUTH2_PROVIDER_ACCESS_TOKEN_MODEL = "oauth2_provider.AccessToken"
+OAUTH2_PROVIDER_REFRESH_TOKEN_MODEL = "oauth2_provider.RefreshToken"
+OAUTH2_PROVIDER_ID_TOKEN_MODEL = "oauth2_provider.IDToken"
+OAUTH2_PROVIDER_GRANT_MODEL = "oauth2_provider.Grant"
+LOGIN_URL = "/accounts/login/"
+
+# --- CORS (django-cors-headers): origins of registered apps' redirect URIs (accounts/oauth/cors.py).
+CORS_URLS_REGEX = r"^/(v1/.*|oauth/token/?)$"
+CORS_ALLOW_CREDENTIALS = False  # Bearer tokens, never cookies
+CORS_EXPOSE_HEADERS = [
+    "X-Total-Results", "X-Total-Pages", "Link",
+    "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "Retry-After",
+]  # fmt: skip
+CORS_ALLOW_HEADERS = [
+    "accept", "authorization", "content-type", "user-agent", "x-license-id", "idempotency-key",
+]  # fmt: skip

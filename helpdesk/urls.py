@@ -1,5 +1,7 @@
 from django.contrib import admin
 from django.urls import include, path
+
+from accounts.oauth.urls_oauth import account_patterns, oauth_patterns
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularRedocView
 
 import helpdesk.api.schema  # noqa: F401  (registers the OpenAPI authentication extension)
@@ -19,10 +21,13 @@ api_v1 = [
     path("", include("tickets.api.urls")),
     path("", include("billing.api.urls")),
     path("", include("audit.api.urls")),
+    path("", include("accounts.oauth.urls")),
 ]
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("v1/", include(api_v1)),
+    path("oauth/", include(oauth_patterns)),
+    path("accounts/", include(account_patterns)),
     path("", include("templates_app.pages")),  # the pages e-mailed links open
 ]

@@ -20,10 +20,12 @@ class AuthorSerializer(serializers.Serializer):
     email = serializers.CharField(source="author_email")
     ip = serializers.CharField(source="author_ip")
     userAgent = serializers.CharField(source="author_user_agent")
+    # The OAuth app acting for the person (Bearer requests), null otherwise.
+    appName = serializers.CharField(source="author_app_name", allow_null=True)
 
 
 class AuditEntrySerializer(serializers.Serializer):
-    """The spec's audit log entry, letter for letter (plus `author.accountID`)."""
+    """The spec's audit log entry, letter for letter (plus `author.accountID` and `author.appName`)."""
 
     ID = serializers.UUIDField(source="pk")
     createdAt = TimestampField(source="created_at")
