@@ -1,10 +1,9 @@
 from django.contrib import admin
 from django.urls import include, path
-
-from accounts.oauth.urls_oauth import account_patterns, oauth_patterns
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularRedocView
 
 import helpdesk.api.schema  # noqa: F401  (registers the OpenAPI authentication extension)
+from accounts.oauth.urls_oauth import account_patterns, oauth_patterns
 
 admin.site.site_header = "HelpDesk admin"
 admin.site.site_title = "HelpDesk admin"

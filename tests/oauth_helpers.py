@@ -19,7 +19,11 @@ REDIRECT_URI = "https://integration.example.com/callback"
 def make_app(license, *, scopes=("tickets--all:rw",), name="Acme CRM", redirect_uris=(REDIRECT_URI,)):
     owner = AgentFactory(license=license, roles=[ROLE_OWNER])
     app, _secret = services.app_create(
-        license=license, account=owner.account, name=name, redirect_uris=list(redirect_uris), scopes=list(scopes)
+        license=license,
+        account=owner.account,
+        name=name,
+        redirect_uris=list(redirect_uris),
+        scopes=list(scopes),
     )
     return app
 
@@ -37,9 +41,7 @@ def make_grant(license, *, agent=None, scopes=("tickets--all:rw",), app=None, ex
     )
     set_token_value(token, plaintext)  # DOT keeps only its checksum (COMPLIANT_BCP_RFC9700_TOKEN_STORAGE)
     token.save()
-    refresh = get_refresh_token_model()(
-        user=agent.account, application=app.application, access_token=token
-    )
+    refresh = get_refresh_token_model()(user=agent.account, application=app.application, access_token=token)
     set_token_value(refresh, secrets.token_urlsafe(30))
     refresh.save()
     token.plaintext = plaintext

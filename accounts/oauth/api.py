@@ -46,9 +46,7 @@ class AppWriteSerializer(StrictSerializer):
 
 class AppCreateSerializer(AppWriteSerializer):
     # public: a browser or mobile app that cannot keep a secret (PKCE alone protects its code)
-    clientType = serializers.ChoiceField(
-        source="client_type", choices=services.CLIENT_TYPES, required=False
-    )
+    clientType = serializers.ChoiceField(source="client_type", choices=services.CLIENT_TYPES, required=False)
 
 
 class AppViewSet(

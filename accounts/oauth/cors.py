@@ -6,9 +6,12 @@ request to `CORS_URLS_REGEX`; the set of origins is cached and forgotten wheneve
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urlsplit
 
+from django.conf import settings
 from django.core.cache import cache
+from django.db import transaction
 
 CACHE_KEY = "oauth:cors-origins"
 CACHE_SECONDS = 300
@@ -45,6 +48,15 @@ def forget_origins() -> None:
     cache.delete(CACHE_KEY)
 
 
+def forget_origins_on_commit() -> None:
+    """Now (this request sees its change) and after the commit (no reader re-cached the old set between)."""
+    forget_origins()
+    transaction.on_commit(forget_origins)
+
+
 def origin_allowed(sender, request, **kwargs) -> bool:
+    # The library asks this signal for the path as well as the origin: both must hold.
+    if not re.match(settings.CORS_URLS_REGEX, request.path_info):
+        return False
     origin = request.headers.get("Origin", "")
     return bool(origin) and origin in allowed_origins()

@@ -9,7 +9,8 @@ from oauth2_provider.generators import generate_client_secret
 from oauth2_provider.models import get_access_token_model, get_application_model
 
 from accounts.models import License
-from accounts.oauth import cors, scopes as scope_grammar
+from accounts.oauth import cors
+from accounts.oauth import scopes as scope_grammar
 from accounts.oauth.models import LicenseApp
 from accounts.services import stamp_create, stamp_update
 from helpdesk.api.errors import field_error
@@ -43,7 +44,12 @@ def _check_scopes(scopes: list[str]) -> None:
 
 @transaction.atomic
 def app_create(
-    *, license: License, account, name: str, redirect_uris: list[str], scopes: list[str],
+    *,
+    license: License,
+    account,
+    name: str,
+    redirect_uris: list[str],
+    scopes: list[str],
     client_type: str = "confidential",
 ) -> tuple[LicenseApp, str]:
     """The app and its client secret in plain text (stored hashed: the only time it can be shown)."""  # fmt: skip
@@ -62,7 +68,7 @@ def app_create(
     app = LicenseApp(license=license, application=application, scopes=list(dict.fromkeys(scopes)))
     stamp_create(app)
     app.save()
-    transaction.on_commit(cors.forget_origins)
+    cors.forget_origins_on_commit()
     return app, secret
 
 
@@ -81,7 +87,7 @@ def app_update(*, app: LicenseApp, name=None, redirect_uris=None, scopes=None) -
     application.save()
     stamp_update(app)
     app.save()
-    transaction.on_commit(cors.forget_origins)
+    cors.forget_origins_on_commit()
     return app
 
 
@@ -91,7 +97,7 @@ def app_delete(*, app: LicenseApp) -> None:
     application = app.application
     app.delete()
     application.delete()
-    transaction.on_commit(cors.forget_origins)
+    cors.forget_origins_on_commit()
 
 
 @transaction.atomic

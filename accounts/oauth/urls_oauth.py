@@ -21,9 +21,7 @@ oauth_patterns = (
 account_patterns = [
     path(
         "login/",
-        auth_views.LoginView.as_view(
-            template_name="accounts/login.html", extra_context={"title": "Sign in"}
-        ),
+        auth_views.LoginView.as_view(template_name="accounts/login.html", extra_context={"title": "Sign in"}),
         name="account-login",
     ),
     path("logout/", logout_page, name="account-logout"),

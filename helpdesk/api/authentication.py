@@ -205,7 +205,9 @@ class OAuthBearerAuthentication(authentication.BaseAuthentication):
         access_token, agent = found
         account, application = access_token.user, access_token.application
         grant = OAuthGrant(
-            access_token_id=access_token.pk, scopes=tuple(access_token.scope.split()), app_name=application.name
+            access_token_id=access_token.pk,
+            scopes=tuple(access_token.scope.split()),
+            app_name=application.name,
         )
         request.token = grant
         request.agent = agent
