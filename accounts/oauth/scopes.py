@@ -35,9 +35,8 @@ PATH_RESOURCES = {
 }
 REACH = {"my": "your own", "access": "the accessible", "all": "all"}
 MODES = {"ro": "Read", "rw": "Read and change"}
-SCOPE_RE = re.compile(
-    r"^(?P<resource>%s)--(?P<reach>my|access|all):(?P<mode>ro|rw)$" % "|".join(map(re.escape, RESOURCES))
-)
+_RESOURCE_ALTERNATIVES = "|".join(map(re.escape, RESOURCES))
+SCOPE_RE = re.compile(rf"^(?P<resource>{_RESOURCE_ALTERNATIVES})--(?P<reach>my|access|all):(?P<mode>ro|rw)$")
 
 
 def is_valid(scope: str) -> bool:
@@ -52,9 +51,11 @@ def describe(scope: str) -> str:
 
 
 ALL_SCOPES = {
-    f"{resource}--{reach}:{mode}": None for resource in RESOURCES for reach in REACH for mode in MODES
+    scope: describe(scope)
+    for scope in (
+        f"{resource}--{reach}:{mode}" for resource in RESOURCES for reach in REACH for mode in MODES
+    )
 }
-ALL_SCOPES = {scope: describe(scope) for scope in ALL_SCOPES}
 
 
 def resource_of(path: str) -> str | None:
