@@ -51,6 +51,9 @@ class RolePermission(permissions.BasePermission):
         if getattr(token, "resource_scoped", False):
             self._check_resource_scope(request, token)
         if not getattr(view, "license_required", True):
+            # An OAuth grant is bound to its app's license: an app never creates another one.
+            if getattr(token, "resource_scoped", False) and request.method not in permissions.SAFE_METHODS:
+                raise InsufficientScope("Apps cannot create licenses.")
             return True
         agent = getattr(request, "agent", None)
         if agent is None:
