@@ -392,6 +392,18 @@ OAUTH2_PROVIDER = {
     "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
     "SCOPES_BACKEND_CLASS": "accounts.oauth.scopes.ScopesBackend",
     "REQUEST_APPROVAL_PROMPT": "force",  # an owner approves every grant on the consent page
+    # OAuth 2.0 Security BCP (RFC 9700): no implicit or password grant, S256 only, no tokens in URLs, `iss` in
+    # the authorization response, refresh-token replay detection (a reused refresh token revokes its family).
+    "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_METHOD": True,
+    "COMPLIANT_BCP_RFC9700_ACCESS_TOKEN_TRANSPORT": True,
+    "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS": True,
+    "REFRESH_TOKEN_REUSE_PROTECTION": True,
+    # http redirect URIs (localhost only, checked by /v1/apps) for development; production needs https.
+    "ALLOWED_REDIRECT_URI_SCHEMES": env_list(
+        "OAUTH_REDIRECT_URI_SCHEMES", ["http", "https"] if DEBUG else ["https"]
+    ),
 }
 # DOT's own models (named here because migrations referencing them resolve the names from settings).
 OAUTH2_PROVIDER_APPLICATION_MODEL = "oauth2_provider.Application"

@@ -173,6 +173,22 @@ def test_the_audit_log_names_the_app(license, owner):
     assert author["ID"] == str(owner.agent.pk)
 
 
+def test_app_writes_are_audited_under_integrations(owner):
+    app = owner.client.post("/v1/apps", APP, format="json").json()
+    owner.client.patch(f"/v1/apps/{app['ID']}", {"scopes": ["tickets--all:ro"]}, format="json")
+    owner.client.delete(f"/v1/apps/{app['ID']}")
+    entries = AuditEntry.objects.filter(target="integrations", object_id=app["ID"]).order_by("seq")
+    assert [(e.action, e.entity_name) for e in entries] == [
+        ("create", "Acme CRM"),
+        ("update", "Acme CRM"),
+        ("delete", "Acme CRM"),
+    ]
+    assert entries[1].changes == {
+        "scopes": {"before": ["tickets--all:rw", "teams--all:ro"], "after": ["tickets--all:ro"]}
+    }
+    assert entries[0].author_type == "api" and entries[0].author_app_name is None
+
+
 def _pkce():
     verifier = secrets.token_urlsafe(48)
     challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()

@@ -7,6 +7,7 @@ from urllib.parse import urlsplit
 from django.db import transaction
 from oauth2_provider.generators import generate_client_secret
 from oauth2_provider.models import get_access_token_model, get_application_model
+from oauth2_provider.settings import oauth2_settings
 
 from accounts.models import License
 from accounts.oauth import cors
@@ -25,8 +26,10 @@ def _check_redirect_uris(uris: list[str]) -> None:
     for uri in uris:
         parts = urlsplit(uri)
         local = parts.hostname in LOCAL_HOSTS
-        # http only to the developer's own machine: elsewhere the code would travel in clear text.
-        if parts.scheme != "https" and not (parts.scheme == "http" and local):
+        # http only to the developer's own machine (and only where the operator allows http at all):
+        # elsewhere the code would travel in clear text.
+        http_allowed = "http" in oauth2_settings.ALLOWED_REDIRECT_URI_SCHEMES
+        if parts.scheme != "https" and not (parts.scheme == "http" and local and http_allowed):
             raise field_error("redirectURIs", f"'{uri}' must use https (http only on localhost).")
         if not parts.hostname or parts.fragment or any(c.isspace() for c in uri):
             raise field_error("redirectURIs", f"'{uri}' is not an absolute URI without a fragment.")
