@@ -333,3 +333,6 @@ class Attachment(LicenseOwned):
 
     def __str__(self):
         return self.name
+
+
+from accounts.oauth.models import LicenseApp  # noqa: E402, F401

@@ -254,6 +254,7 @@ def _entries(
                 author_email=actor.email or "",
                 author_ip=actor.ip or "",
                 author_user_agent=(actor.user_agent or "")[:512],
+                author_app_name=actor.app_name[:255] or None,
                 changes=jsonable(changes),
             )
         )

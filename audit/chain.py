@@ -46,6 +46,8 @@ def canonical(entry: AuditEntry) -> bytes:
     if entry.author_account_id is not None:
         # Only when set: entries written before the field existed keep the content (and hash) they had.
         content["author"]["accountID"] = str(entry.author_account_id)
+    if entry.author_app_name:
+        content["author"]["appName"] = entry.author_app_name
     return json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 

@@ -72,6 +72,9 @@ class AuditEntry(models.Model):
     author_email = models.CharField(max_length=254, blank=True)
     author_ip = models.CharField(max_length=45, blank=True)
     author_user_agent = models.CharField(max_length=512, blank=True)
+    # The OAuth app that acted for the person (author type `api` through a Bearer token), else null. Nullable
+    # so that adding it is an ALTER TABLE, not SQLite's copy of an append-only table.
+    author_app_name = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001
     # {field: {"before": value, "after": value}}; secrets appear only as "<redacted>".
     changes = models.JSONField(default=dict)
     prev_hash = models.CharField(max_length=64, blank=True)

@@ -5,7 +5,7 @@ one license (an account may be an agent of several licenses, and the spec's targ
 token's hash must never reach a diff anyway. Add them here with `secrets=("token_hash",)` if that changes.
 """
 
-from accounts.models import Agent, License, Team
+from accounts.models import Agent, License, LicenseApp, Team
 from audit.registry import register
 from billing.models import PENDING, Subscription
 from templates_app.models import BlockedSender, ReplyAddress, Template
@@ -48,3 +48,8 @@ register(ReplyAddress, target="replyAddresses")
 # The secret is recorded only as changed; `status` (failing/active) is the deliveries' outcome, not a change.
 register(Webhook, target="webhooks", secrets=("secret",), exclude=("status",))
 register(BlockedSender, target="blockedEmails")
+
+# OAuth apps (the developer console) under the spec's `integrations`: created, scopes changed, deleted (the entry
+# names the app). Their name, client and redirect URIs live on django-oauth-toolkit's Application row, which is
+# no license's data; grants are credentials, not audited for the reason tokens are not (above).
+register(LicenseApp, target="integrations", exclude=("application",))

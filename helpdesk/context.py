@@ -39,6 +39,7 @@ class Actor:
     license_id: int | None = None
     ip: str = ""
     user_agent: str = ""
+    app_name: str = ""  # the OAuth app acting for the person (Bearer requests), else ""
 
     @property
     def created_by_type(self) -> str:

@@ -67,10 +67,13 @@ INSTALLED_APPS = [
     "tickets",
     "billing",
     "audit",
+    "oauth2_provider",  # after accounts: our oauth2_provider/authorize.html template wins
+    "corsheaders",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "corsheaders.middleware.CorsMiddleware",  # before anything that may answer (preflights, errors)
     "helpdesk.api.middleware.ApiRequestMiddleware",
     "helpdesk.api.ratelimit.RateLimitHeadersMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -305,7 +308,10 @@ UPLOAD_MAX_FILES_PER_TRANSACTION = env_int("UPLOAD_MAX_FILES_PER_TRANSACTION", 5
 UPLOAD_MAX_LICENSE_BYTES = env_int("UPLOAD_MAX_LICENSE_BYTES", 10 * 1024 * 1024 * 1024)
 
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["helpdesk.api.authentication.TokenBasicAuthentication"],
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "helpdesk.api.authentication.TokenBasicAuthentication",
+        "helpdesk.api.authentication.OAuthBearerAuthentication",
+    ],
     "DEFAULT_PERMISSION_CLASSES": ["helpdesk.api.permissions.RolePermission"],
     "DEFAULT_RENDERER_CLASSES": ["helpdesk.api.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["helpdesk.api.json_input.JSONParser"],
@@ -402,3 +408,48 @@ CELERY_BEAT_SCHEDULE["close-solved-tickets"] = {
     "schedule": crontab(minute=47),
     "options": {"expires": 3000},
 }
+
+# --- OAuth 2.0 (django-oauth-toolkit): apps registered at /v1/apps, consent at /oauth/authorize.
+OAUTH_ACCESS_TOKEN_SECONDS = env_int("OAUTH_ACCESS_TOKEN_SECONDS", 3600)
+OAUTH_REFRESH_TOKEN_SECONDS = env_int("OAUTH_REFRESH_TOKEN_SECONDS", 30 * 24 * 3600)
+OAUTH2_PROVIDER = {
+    "PKCE_REQUIRED": True,
+    "ACCESS_TOKEN_EXPIRE_SECONDS": OAUTH_ACCESS_TOKEN_SECONDS,
+    "REFRESH_TOKEN_EXPIRE_SECONDS": OAUTH_REFRESH_TOKEN_SECONDS,
+    "ROTATE_REFRESH_TOKEN": True,
+    "AUTHORIZATION_CODE_EXPIRE_SECONDS": 60,
+    # Tokens are stored as their SHA-256 only, as personal access tokens are.
+    "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
+    "SCOPES_BACKEND_CLASS": "accounts.oauth.scopes.ScopesBackend",
+    "REQUEST_APPROVAL_PROMPT": "force",  # an owner approves every grant on the consent page
+    # OAuth 2.0 Security BCP (RFC 9700): no implicit or password grant, S256 only, no tokens in URLs, `iss` in
+    # the authorization response, refresh-token replay detection (a reused refresh token revokes its family).
+    "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_METHOD": True,
+    "COMPLIANT_BCP_RFC9700_ACCESS_TOKEN_TRANSPORT": True,
+    "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS": True,
+    "REFRESH_TOKEN_REUSE_PROTECTION": True,
+    # http redirect URIs (localhost only, checked by /v1/apps) for development; production needs https.
+    "ALLOWED_REDIRECT_URI_SCHEMES": env_list(
+        "OAUTH_REDIRECT_URI_SCHEMES", ["http", "https"] if DEBUG else ["https"]
+    ),
+}
+# DOT's own models (named here because migrations referencing them resolve the names from settings).
+OAUTH2_PROVIDER_APPLICATION_MODEL = "oauth2_provider.Application"
+OAUTH2_PROVIDER_ACCESS_TOKEN_MODEL = "oauth2_provider.AccessToken"
+OAUTH2_PROVIDER_REFRESH_TOKEN_MODEL = "oauth2_provider.RefreshToken"
+OAUTH2_PROVIDER_ID_TOKEN_MODEL = "oauth2_provider.IDToken"
+OAUTH2_PROVIDER_GRANT_MODEL = "oauth2_provider.Grant"
+LOGIN_URL = "/accounts/login/"
+
+# --- CORS (django-cors-headers): origins of registered apps' redirect URIs (accounts/oauth/cors.py).
+CORS_URLS_REGEX = r"^/(v1/.*|oauth/token/?)$"
+CORS_ALLOW_CREDENTIALS = False  # Bearer tokens, never cookies
+CORS_EXPOSE_HEADERS = [
+    "X-Total-Results", "X-Total-Pages", "Link",
+    "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "Retry-After",
+]  # fmt: skip
+CORS_ALLOW_HEADERS = [
+    "accept", "authorization", "content-type", "user-agent", "x-license-id", "idempotency-key",
+]  # fmt: skip

@@ -3,6 +3,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularRedocView
 
 import helpdesk.api.schema  # noqa: F401  (registers the OpenAPI authentication extension)
+from accounts.oauth.urls_oauth import account_patterns, oauth_patterns
 
 admin.site.site_header = "HelpDesk admin"
 admin.site.site_title = "HelpDesk admin"
@@ -21,10 +22,13 @@ api_v1 = [
     path("", include("tickets.api.urls")),
     path("", include("billing.api.urls")),
     path("", include("audit.api.urls")),
+    path("", include("accounts.oauth.urls")),
 ]
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("v1/", include(api_v1)),
+    path("oauth/", include(oauth_patterns)),
+    path("accounts/", include(account_patterns)),
     path("", include("templates_app.pages")),  # the pages e-mailed links open
 ]

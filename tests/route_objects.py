@@ -42,6 +42,18 @@ def _webhook_pk(license):
     ).pk
 
 
+def _app_pk(license):
+    from tests.oauth_helpers import make_app
+
+    return make_app(license).pk
+
+
+def _grant_pk(license):
+    from tests.oauth_helpers import make_grant
+
+    return make_grant(license).pk
+
+
 ROUTE_OBJECTS = {
     "license": _license_pk,
     "agent": lambda license: AgentFactory(license=license).pk,
@@ -53,4 +65,6 @@ ROUTE_OBJECTS = {
     "subscription": lambda license: SubscriptionFactory(license=license).pk,
     "reply-address": _reply_address_pk,
     "webhook": _webhook_pk,
+    "app": _app_pk,
+    "app-grant": _grant_pk,
 }

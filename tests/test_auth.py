@@ -73,7 +73,9 @@ def test_missing_or_malformed_credentials_are_401(db, client, header):
     assert response.status_code == 401
     body = response.json()
     assert set(body) == {"error", "code", "details"}
-    assert response["WWW-Authenticate"] == 'Basic realm="helpdesk"'
+    # A Bearer caller is told about Bearer (OAuth access tokens), everyone else about Basic.
+    expected = "Bearer" if header and header.startswith("Bearer") else "Basic"
+    assert response["WWW-Authenticate"].startswith(f'{expected} realm="helpdesk"')
 
 
 def test_basic_without_colon_is_401(db, client):

@@ -20,10 +20,18 @@ class AuthorSerializer(serializers.Serializer):
     email = serializers.CharField(source="author_email")
     ip = serializers.CharField(source="author_ip")
     userAgent = serializers.CharField(source="author_user_agent")
+    # The OAuth app acting for the person: only on entries written through a Bearer token.
+    appName = serializers.CharField(source="author_app_name", allow_null=True)
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        if data["appName"] is None:
+            del data["appName"]  # entries of people and the system keep the spec's shape
+        return data
 
 
 class AuditEntrySerializer(serializers.Serializer):
-    """The spec's audit log entry, letter for letter (plus `author.accountID`)."""
+    """The spec's audit log entry, letter for letter (plus `author.accountID` and `author.appName`)."""
 
     ID = serializers.UUIDField(source="pk")
     createdAt = TimestampField(source="created_at")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import functools
 import hashlib
 import uuid
@@ -101,6 +102,8 @@ class TokenBasicAuthentication(authentication.BaseAuthentication):
         if not header:
             return None
         scheme, _, credentials = header.partition(" ")
+        if scheme.lower() == "bearer":
+            return None  # OAuthBearerAuthentication's
         if scheme.lower() != "basic" or not credentials.strip():
             raise exceptions.AuthenticationFailed(_INVALID)
         account_id, token = _parse_basic(credentials.strip())
@@ -130,6 +133,9 @@ class TokenBasicAuthentication(authentication.BaseAuthentication):
         return account, pat
 
     def authenticate_header(self, request):
+        # DRF asks the first authentication class only: a Bearer caller is told about Bearer.
+        if _scheme(request) == "bearer":
+            return OAuthBearerAuthentication.challenge
         return 'Basic realm="helpdesk"'
 
     @staticmethod
@@ -160,6 +166,99 @@ class TokenBasicAuthentication(authentication.BaseAuthentication):
         if pat.last_used_at is None or now - pat.last_used_at >= LAST_USED_RESOLUTION:
             type(pat).objects.filter(pk=pat.pk).update(last_used_at=now)
             pat.last_used_at = now
+
+
+def _scheme(request) -> str:
+    return request.META.get("HTTP_AUTHORIZATION", "").partition(" ")[0].lower()
+
+
+@dataclasses.dataclass(frozen=True)
+class OAuthGrant:
+    """`request.token` of a Bearer request: what RolePermission checks (scopes) and what the audit names."""
+
+    access_token_id: int
+    scopes: tuple[str, ...]
+    app_name: str
+    resource_scoped: bool = True  # the scopes name resources (a PAT's only read or write everything)
+
+    @property
+    def pk(self) -> int:
+        """The access token's ID: the per-token rate-limit bucket (helpdesk.api.ratelimit), as a PAT's pk is."""
+        return self.access_token_id
+
+
+class OAuthBearerAuthentication(authentication.BaseAuthentication):
+    """`Authorization: Bearer <access token>` issued by /oauth/token (django-oauth-toolkit's AccessToken).
+
+    The caller is the agent who approved the grant, in the app's license; an expired or revoked token, or
+    an approving agent no longer active there, is a 401.
+    """
+
+    challenge = 'Bearer realm="helpdesk", error="invalid_token"'
+
+    def authenticate(self, request):
+        scheme, _, credentials = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
+        if scheme.lower() != "bearer":
+            return None
+        token = credentials.strip()
+        found = self._lookup(token) if token else None
+        if found is None:
+            keys = _failure_keys(request, "")
+            _check_throttle(keys)
+            _record_failure(keys)
+            raise exceptions.AuthenticationFailed(_INVALID)
+        access_token, agent = found
+        account, application = access_token.user, access_token.application
+        grant = OAuthGrant(
+            access_token_id=access_token.pk,
+            scopes=tuple(access_token.scope.split()),
+            app_name=application.name,
+        )
+        request.token = grant
+        request.agent = agent
+        request.license = agent.license
+        request.wanted_license_id = None
+        update_actor(
+            type=API,
+            id=account.id,
+            email=account.email,
+            agent_id=agent.pk,
+            license_id=agent.license_id,
+            app_name=application.name,
+        )
+        return account, grant
+
+    def authenticate_header(self, request):
+        return self.challenge
+
+    @staticmethod
+    def _lookup(token: str):
+        """(access token, the approving agent in the app's license) for a live token, else None."""
+        from oauth2_provider.models import get_access_token_model
+
+        from accounts.models import STATUS_ACTIVE, Agent
+
+        checksum = hashlib.sha256(token.encode()).hexdigest()
+        access_token = (
+            get_access_token_model()
+            .objects.select_related("user", "application__license_app__license")
+            .filter(token_checksum=checksum)
+            .first()
+        )
+        if access_token is None or access_token.is_expired() or access_token.user is None:
+            return None
+        license_app = getattr(access_token.application, "license_app", None)
+        if license_app is None or not access_token.user.is_active:
+            return None
+        agent = (
+            Agent.objects.select_related("license")
+            .filter(account=access_token.user, license=license_app.license, status=STATUS_ACTIVE)
+            .first()
+        )
+        if agent is None:
+            return None
+        agent.account = access_token.user
+        return access_token, agent
 
 
 # --- the caller's query ----------------------------------------------------------------------------------

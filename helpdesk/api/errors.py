@@ -165,7 +165,8 @@ def exception_handler(exc, context):
     if getattr(exc, "wait", None) is not None:
         headers["Retry-After"] = str(int(exc.wait) + (0 if float(exc.wait).is_integer() else 1))
     if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
-        headers["WWW-Authenticate"] = 'Basic realm="helpdesk"'
+        # The view's challenge (Bearer for a Bearer caller) when it gave one, else Basic.
+        headers.setdefault("WWW-Authenticate", 'Basic realm="helpdesk"')
 
     if isinstance(exc, exceptions.ValidationError):
         details = _plain(exc.detail)

@@ -48,7 +48,12 @@ class RolePermission(permissions.BasePermission):
             and not any(scope.endswith(":rw") for scope in token.scopes)
         ):
             raise InsufficientScope()
+        if getattr(token, "resource_scoped", False):
+            self._check_resource_scope(request, token)
         if not getattr(view, "license_required", True):
+            # An OAuth grant is bound to its app's license: an app never creates another one.
+            if getattr(token, "resource_scoped", False) and request.method not in permissions.SAFE_METHODS:
+                raise InsufficientScope("Apps cannot create licenses.")
             return True
         agent = getattr(request, "agent", None)
         if agent is None:
@@ -58,6 +63,16 @@ class RolePermission(permissions.BasePermission):
         if not set(agent.roles) & allowed:
             raise exceptions.PermissionDenied("Your role does not allow this operation.")
         return True
+
+    @staticmethod
+    def _check_resource_scope(request, token) -> None:
+        """An OAuth token reaches a path only through a scope naming its resource (`:rw` to write); the
+        role check that follows narrows it to what the approving agent may do."""
+        from accounts.oauth.scopes import allows
+
+        write = request.method not in permissions.SAFE_METHODS
+        if not allows(token.scopes, request.path, write=write):
+            raise InsufficientScope("This token's scopes do not allow this operation.")
 
     @staticmethod
     def allowed_roles(request, view) -> frozenset:

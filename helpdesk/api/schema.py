@@ -32,6 +32,19 @@ class TokenBasicScheme(OpenApiAuthenticationExtension):
         }
 
 
+class OAuthBearerScheme(OpenApiAuthenticationExtension):
+    target_class = "helpdesk.api.authentication.OAuthBearerAuthentication"
+    name = "oauthBearer"
+
+    def get_security_definition(self, auto_schema):
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "An OAuth 2.0 access token from /oauth/token (authorization code with PKCE), "
+            "limited to its scopes and the approving agent's role.",
+        }
+
+
 def add_error_responses(result, generator, request, public):
     """Postprocessing hook: every operation documents the error shape for its failure statuses."""
     result.setdefault("components", {}).setdefault("schemas", {})["Error"] = ERROR_SCHEMA

@@ -1,0 +1,28 @@
+"""`/oauth/authorize` (the consent page), `/oauth/token`, `/oauth/revoke_token`, `/oauth/introspect` (DOT's
+views), and the sign-in page the consent page sends a signed-out owner to. DOT's application-management
+views are left out: apps are managed at /v1/apps."""
+
+from django.contrib.auth import views as auth_views
+from django.urls import path
+from oauth2_provider import views as dot
+
+from accounts.oauth.views import ConsentView, logout_page
+
+oauth_patterns = (
+    [
+        path("authorize", ConsentView.as_view(), name="authorize"),
+        path("token", dot.TokenView.as_view(), name="token"),
+        path("revoke_token", dot.RevokeTokenView.as_view(), name="revoke-token"),
+        path("introspect", dot.IntrospectTokenView.as_view(), name="introspect"),
+    ],
+    "oauth2_provider",
+)
+
+account_patterns = [
+    path(
+        "login/",
+        auth_views.LoginView.as_view(template_name="accounts/login.html", extra_context={"title": "Sign in"}),
+        name="account-login",
+    ),
+    path("logout/", logout_page, name="account-logout"),
+]

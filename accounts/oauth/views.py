@@ -1,0 +1,71 @@
+"""The browser side of OAuth: signing in (account e-mail and password) and the consent page.
+
+The consent page is DOT's AuthorizationView with our template; only an active owner of the app's license
+may approve, anyone else sees a refusal (403) and nothing is granted.
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth import logout
+from django.shortcuts import redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_http_methods
+from oauth2_provider.views import AuthorizationView
+
+from accounts.models import ROLE_OWNER, STATUS_ACTIVE, Agent
+from accounts.oauth.models import LicenseApp
+
+REFUSED = "accounts/oauth_refused.html"
+
+
+class ConsentView(AuthorizationView):
+    template_name = "oauth2_provider/authorize.html"
+
+    def dispatch(self, request, *args, **kwargs):
+        if request.user.is_authenticated and request.method in ("GET", "POST"):
+            params = request.GET if request.method == "GET" else request.POST
+            app = (
+                LicenseApp.objects.select_related("application", "license")
+                .filter(application__client_id=params.get("client_id", ""))
+                .first()
+            )
+            if app is not None and not _is_active_owner(request.user, app.license):
+                message = (
+                    f"Only an owner of {_license_name(app.license)} can approve {app.application.name}. "
+                    "Ask one of its owners to connect the app."
+                )
+                return render(request, REFUSED, {"title": "Not allowed", "message": message}, status=403)
+            self.license_app = app
+        return super().dispatch(request, *args, **kwargs)
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        app = getattr(self, "license_app", None)
+        if app is not None:
+            context.update(license=app.license, license_name=_license_name(app.license))
+        context["title"] = "Connect an app"
+        return context
+
+    def form_valid(self, form):
+        if "deny" in self.request.POST:
+            # DOT's form reads "allow" as a checkbox: a deny button must not be taken for consent.
+            form.cleaned_data["allow"] = False
+        return super().form_valid(form)
+
+
+def _is_active_owner(account, license) -> bool:
+    agent = Agent.objects.filter(account=account, license=license, status=STATUS_ACTIVE).first()
+    return agent is not None and ROLE_OWNER in agent.roles
+
+
+def _license_name(license) -> str:
+    return (license.settings or {}).get("companyName") or f"license {license.pk}"
+
+
+@require_http_methods(["GET", "POST"])
+def logout_page(request):
+    logout(request)
+    target = request.GET.get("next", "")
+    if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
+        target = "account-login"  # never an open redirect
+    return redirect(target)
