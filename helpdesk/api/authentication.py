@@ -22,6 +22,7 @@ from django.utils import timezone
 from rest_framework import authentication, exceptions
 
 from helpdesk.context import API, update_actor
+from helpdesk.logs import bind as bind_log_context
 
 MIN_SCOPE = "accounts--my:ro"
 LAST_USED_RESOLUTION = timedelta(minutes=1)
@@ -109,6 +110,7 @@ class TokenBasicAuthentication(authentication.BaseAuthentication):
         request.agent = agent
         request.license = agent.license if agent else None
         update_actor(type=API, id=account.id, email=account.email)
+        bind_log_context(license=request.license.id if request.license else None, account=str(account.id))
         return account, pat
 
     def authenticate_header(self, request):
