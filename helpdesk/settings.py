@@ -77,7 +77,7 @@ WSGI_APPLICATION = "helpdesk.wsgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [],
+        "DIRS": [BASE_DIR / "helpdesk" / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [

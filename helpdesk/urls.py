@@ -13,7 +13,11 @@ handler500 = "helpdesk.api.errors.handler500"
 
 api_v1 = [
     path("openapi.json", SchemaView.as_view(), name="openapi"),
-    path("docs", SpectacularRedocView.as_view(url_name="openapi"), name="docs"),
+    path(
+        "docs",
+        SpectacularRedocView.as_view(url_name="openapi", template_name="helpdesk/redoc.html"),
+        name="docs",
+    ),
     path("", include("accounts.api.urls")),
     path("", include("templates_app.api.urls")),
     path("", include("tickets.api.urls")),
