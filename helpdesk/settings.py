@@ -303,6 +303,7 @@ SPECTACULAR_SETTINGS = {
         "helpdesk.api.schema.add_error_responses",
         "helpdesk.api.schema.describe_operations",
         "helpdesk.api.schema.add_headers",
+        "helpdesk.api.schema.constrain_parameters",
     ],
     # One name per choice set shared by several fields (else drf-spectacular warns and invents `Status23cEnum`).
     "ENUM_NAME_OVERRIDES": {

@@ -15,3 +15,19 @@ class HelpdeskAutoSchema(AutoSchema):
         if direction == "request" and isinstance(force_instance(serializer), StrictSerializer):
             schema["additionalProperties"] = False
         return schema
+
+    def _map_serializer_field(self, field, direction, bypass_extensions=False):
+        schema = super()._map_serializer_field(field, direction, bypass_extensions)
+        if getattr(field, "unique", False) and schema and schema.get("type") == "array":
+            schema["uniqueItems"] = True  # StrictListField(unique=True) refuses repeats
+        return schema
+
+    def _get_request_for_media_type(self, serializer, direction="request"):
+        # A bulk PATCH is not a partial update: its body's `ids` and `fields` are required.
+        if getattr(self.view, "action", None) == "bulk_update":
+            method, self.method = self.method, "POST"
+            try:
+                return super()._get_request_for_media_type(serializer, direction)
+            finally:
+                self.method = method
+        return super()._get_request_for_media_type(serializer, direction)

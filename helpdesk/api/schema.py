@@ -47,6 +47,10 @@ def add_error_responses(result, generator, request, public):
             responses = operation.setdefault("responses", {})
             for status, description in _ERRORS.items():
                 responses.setdefault(status, {"description": description, **ref})
+            if "requestBody" in operation:
+                responses.setdefault(
+                    "413", {"description": "The request body is larger than the limit", **ref}
+                )
             if "409" not in responses and any(
                 k in operation.get("operationId", "") for k in ("destroy", "update", "create")
             ):
@@ -211,3 +215,91 @@ class SchemaView(SpectacularJSONAPIView):
                 )
                 SchemaView._document = generator.get_schema(request=None, public=True)
         return Response(SchemaView._document)
+
+
+# --- Query parameters: what the server enforces (a fuzzer reading the document must not be surprised).
+_RELATIVE_OR_ISO_DATE = (
+    r"^([-+][0-9]{1,3}[nhdmHDM]|[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])"
+    r"(T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]Z)?)$"
+)
+_UUID_OR_NONE = {"type": "string", "pattern": r"^(none|[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12})$"}
+_FLAG = {"type": "string", "enum": ["Y", "N", "0", "1"]}
+
+
+def _parameter_schemas() -> dict:
+    import zoneinfo
+
+    from tickets import search
+    from tickets.filters import PRIORITY_OPS, RATINGS
+    from tickets.models import PRIORITIES, SILOS
+
+    return {
+        "timezone": {"type": "string", "enum": sorted(zoneinfo.available_timezones()), "default": "UTC"},
+        "hasAssignee": _FLAG,
+        "hasParent": _FLAG,
+        "hasTags": _FLAG,
+        "spam": {"type": "string", "enum": ["true", "false", "1", "0", "y", "n", "yes", "no"]},
+        "silo": {"type": "string", "enum": list(SILOS), "default": "tickets"},
+        "rating": {"type": "string", "enum": list(RATINGS)},
+        "priority": {"type": "integer", "enum": list(PRIORITIES)},
+        "priorityOp": {"type": "string", "enum": list(PRIORITY_OPS), "default": "eq"},
+        "subject": {"type": "string", "minLength": 1, "maxLength": 500},
+        "query": {"type": "string", "minLength": 1, "maxLength": 500},
+        "shortID": {"type": "string", "minLength": 1, "maxLength": 20},
+        "assignment.teamID": _UUID_OR_NONE,
+        "assignment.agentID": _UUID_OR_NONE,
+        "language[]": {
+            "type": "array",
+            "maxItems": 100,
+            "items": {"type": "string", "enum": sorted(search.LANGUAGE_CHOICES)},
+        },
+        "customFields": {
+            "type": "object",
+            "maxProperties": 100,
+            "propertyNames": {"pattern": r"^[A-Za-z0-9_-]{1,100}$"},
+            "additionalProperties": {"type": "string", "minLength": 1},
+        },
+        "customFieldsExist[]": {
+            "type": "array",
+            "maxItems": 100,
+            "items": {"type": "string", "pattern": r"^[A-Za-z0-9_-]{1,100}$"},
+        },
+        "teamIDs[]": {"type": "array", "maxItems": 100, "items": {"type": "string", "format": "uuid"}},
+        "tagIDs[]": {"type": "array", "maxItems": 100, "items": {"type": "string", "format": "uuid"}},
+    }
+
+
+# Request body fields whose rule a serializer field type does not carry.
+_BODY_FIELDS = {
+    "url": {"pattern": r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[!-~]*)?$"},  # webhooks: http(s) receivers
+}
+
+
+def constrain_parameters(result, generator, request, public):
+    """Postprocessing hook: enums, patterns and lengths of query parameters; a present but empty parameter is
+    refused by every list (helpdesk/api/filtersets.py), so every string parameter has minLength 1."""
+    overrides = _parameter_schemas()
+    for path_item in result.get("paths", {}).values():
+        for operation in path_item.values():
+            for parameter in operation.get("parameters", []):
+                if parameter.get("in") != "query":
+                    continue
+                name = parameter["name"]
+                schema = parameter.get("schema", {})
+                if name in overrides:
+                    schema = parameter["schema"] = dict(overrides[name])
+                    if schema["type"] == "array":
+                        parameter["style"], parameter["explode"] = "form", True
+                elif schema.get("example") == "-1D":  # a relative-date bound (tickets/filters.py)
+                    schema["pattern"] = _RELATIVE_OR_ISO_DATE
+                if schema.get("type") == "string" and "enum" not in schema:
+                    schema.setdefault("minLength", 1)
+            for parameter in operation.get("parameters", []):
+                if parameter.get("in") == "header" and parameter["name"] == "Idempotency-Key":
+                    parameter["schema"] = {"type": "string", "pattern": "^[ -~]{1,255}$"}
+    for name, component in result.get("components", {}).get("schemas", {}).items():
+        if name.startswith(("Webhook", "PatchedWebhook")) and name.endswith("Request"):
+            for field, extra in _BODY_FIELDS.items():
+                if field in component.get("properties", {}):
+                    component["properties"][field].update(extra)
+    return result

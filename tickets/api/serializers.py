@@ -182,6 +182,15 @@ class AuthorSerializer(StrictSerializer):
         "required": ["ID"],
     }
 )
+@extend_schema_field(
+    {
+        "type": "object",
+        "nullable": True,
+        "additionalProperties": False,
+        "required": ["ID"],
+        "properties": {"ID": {"type": "string", "format": "uuid", "nullable": True}},
+    }
+)
 class RefField(serializers.Field):
     """`{"ID": "<uuid>"}` naming an object of the caller's license; null or `{"ID": null}` clears it."""
 
@@ -249,6 +258,7 @@ class AssignmentSerializer(StrictSerializer):
     agent = RefField(Agent.objects)
 
 
+@extend_schema_field({"type": "integer", "enum": list(PRIORITIES)})
 class PriorityField(StrictIntegerField):
     default_error_messages = {"choice": "Must be one of -10, 0, 10, 20."}
 
