@@ -3,6 +3,7 @@
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.plumbing import force_instance
 
+from helpdesk.api.schema_examples import EXAMPLES
 from helpdesk.api.serializers import StrictSerializer
 
 
@@ -15,6 +16,9 @@ class HelpdeskAutoSchema(AutoSchema):
         if direction == "request" and isinstance(force_instance(serializer), StrictSerializer):
             schema["additionalProperties"] = False
         return schema
+
+    def get_examples(self):
+        return [*super().get_examples(), *EXAMPLES.get(self.get_operation_id(), [])]
 
     def _map_serializer_field(self, field, direction, bypass_extensions=False):
         schema = super()._map_serializer_field(field, direction, bypass_extensions)
