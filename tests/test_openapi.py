@@ -137,3 +137,12 @@ def test_the_docs_page_loads_nothing_from_another_host(client, db):
     assert urls
     assert [url for url in urls if re.match(r"\s*(https?:)?//", url)] == []
     assert "fonts.googleapis" not in html
+
+
+def test_the_main_resources_have_request_and_response_examples(schema):
+    create = schema["paths"]["/v1/agents"]["post"]["requestBody"]["content"]["application/json"]
+    assert create["examples"]["InviteAnAgent"]["value"]["email"] == "jane@example.com"
+    get = schema["paths"]["/v1/agents/{agentID}"]["get"]["responses"]["200"]["content"]["application/json"]
+    assert get["examples"]["AnAgent"]["value"]["roles"] == ["normal"]
+    for path in ("/v1/teams", "/v1/tickets", "/v1/webhooks"):
+        assert schema["paths"][path]["post"]["requestBody"]["content"]["application/json"]["examples"], path
