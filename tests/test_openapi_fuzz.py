@@ -1,6 +1,7 @@
 """A schema-driven fuzzer (schemathesis) finds no mismatch between the OpenAPI document and the server."""
 
 import base64
+import contextlib
 import re
 
 import pytest
@@ -52,6 +53,22 @@ def _auth(persona) -> dict:
     return {"Authorization": f"Basic {credentials}", "User-Agent": "schemathesis-tests"}
 
 
+@contextlib.contextmanager
+def _test_connection_kept():
+    """As Django's test client does around each request: the WSGI app must not close the connection that holds
+    the test's transaction (the test client connects the handler again after each of its own requests)."""
+    from django.core.signals import request_finished, request_started
+    from django.db import close_old_connections
+
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    try:
+        yield
+    finally:
+        request_started.connect(close_old_connections)
+        request_finished.connect(close_old_connections)
+
+
 def _fuzz(persona, mode) -> list[str]:
     from django.test import Client
 
@@ -86,23 +103,11 @@ def _fuzz(persona, mode) -> list[str]:
             )
 
         try:
-            run()
+            with _test_connection_kept():
+                run()
         except (Exception, BaseExceptionGroup) as exc:  # noqa: BLE001 - collected, reported together below
             failures.append(f"{operation.method.upper()} {operation.path}: {exc}")
     return failures
-
-
-@pytest.fixture
-def keep_the_test_connection():
-    """As Django's test client does: the WSGI app must not close the connection holding the test's transaction."""
-    from django.core.signals import request_finished, request_started
-    from django.db import close_old_connections
-
-    request_started.disconnect(close_old_connections)
-    request_finished.disconnect(close_old_connections)
-    yield
-    request_started.connect(close_old_connections)
-    request_finished.connect(close_old_connections)
 
 
 # Valid data as both roles; invalid data (what the server must refuse) as the owner, who may reach every
@@ -115,7 +120,7 @@ def keep_the_test_connection():
         ("owner", GenerationMode.NEGATIVE),
     ],
 )
-def test_the_fuzzer_finds_no_mismatch(role, mode, request, db, settings, keep_the_test_connection):
+def test_the_fuzzer_finds_no_mismatch(role, mode, request, db, settings):
     # Invalid credentials are tried on every operation: the failed-login throttle (tested in test_auth.py)
     # would answer 429 instead of 401 after a few.
     settings.HELPDESK_AUTH_FAILURES_PER_MINUTE = 1_000_000
