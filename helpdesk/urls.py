@@ -1,9 +1,9 @@
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularJSONAPIView, SpectacularRedocView
+from drf_spectacular.views import SpectacularRedocView
 
-import helpdesk.api.schema  # noqa: F401  (registers the OpenAPI authentication extension)
 from accounts.oauth.urls_oauth import account_patterns, oauth_patterns
+from helpdesk.api.schema import SchemaView  # (also registers the OpenAPI authentication extension)
 
 admin.site.site_header = "HelpDesk admin"
 admin.site.site_title = "HelpDesk admin"
@@ -15,8 +15,12 @@ handler404 = "helpdesk.api.errors.handler404"
 handler500 = "helpdesk.api.errors.handler500"
 
 api_v1 = [
-    path("openapi.json", SpectacularJSONAPIView.as_view(), name="openapi"),
-    path("docs", SpectacularRedocView.as_view(url_name="openapi"), name="docs"),
+    path("openapi.json", SchemaView.as_view(), name="openapi"),
+    path(
+        "docs",
+        SpectacularRedocView.as_view(url_name="openapi", template_name="helpdesk/redoc.html"),
+        name="docs",
+    ),
     path("", include("accounts.api.urls")),
     path("", include("templates_app.api.urls")),
     path("", include("tickets.api.urls")),

@@ -80,3 +80,69 @@ def test_the_ticket_documents_its_events_and_the_download(schema):
     assert search["eventsScope"]["schema"]["enum"] == ["all", "none"]
     download = schema["paths"]["/v1/attachments/{token}/{name}"]["get"]
     assert {p["name"] for p in download["parameters"]} >= {"token", "name", "sig"}
+
+
+def test_every_operation_has_a_readable_summary_a_description_and_a_tag(schema):
+    tags = {tag["name"] for tag in schema["tags"]}
+    for path, item in schema["paths"].items():
+        for method, operation in item.items():
+            assert operation["summary"][0].isupper() and "_" not in operation["summary"], (path, method)
+            assert operation["description"], (path, method)
+            assert len(operation["tags"]) == 1 and operation["tags"][0] in tags, (path, method)
+    assert schema["paths"]["/v1/agents"]["get"]["summary"] == "List agents"
+    assert schema["paths"]["/v1/agents"]["post"]["summary"] == "Create agent"
+    assert schema["paths"]["/v1/agents/{agentID}"]["get"]["summary"] == "Get agent"
+    assert schema["paths"]["/v1/agents/{agentID}"]["patch"]["summary"] == "Update agent"
+    assert schema["paths"]["/v1/agents/{agentID}"]["delete"]["summary"] == "Delete agent"
+    assert schema["paths"]["/v1/auditLog"]["get"]["tags"] == ["Audit log"]
+
+
+def test_paging_and_retry_headers_are_documented(schema):
+    search = schema["paths"]["/v1/tickets"]["get"]["responses"]
+    assert {"X-Total-Results", "X-Total-Pages", "Link"} <= set(search["200"]["headers"])
+    for item in schema["paths"].values():
+        for operation in item.values():
+            assert "Retry-After" in operation["responses"]["429"]["headers"]
+            assert "Retry-After" in operation["responses"]["503"]["headers"]
+
+
+def test_request_bodies_refuse_unknown_fields_as_the_server_does(schema):
+    assert schema["components"]["schemas"]["AgentCreateRequest"]["additionalProperties"] is False
+    assert schema["components"]["schemas"]["PatchedAgentWriteRequest"]["additionalProperties"] is False
+
+
+def test_generating_the_document_prints_no_warnings(capsys):
+    from drf_spectacular.drainage import GENERATOR_STATS
+    from drf_spectacular.generators import SchemaGenerator
+
+    GENERATOR_STATS.reset()
+    SchemaGenerator().get_schema(request=None, public=True)
+    assert not GENERATOR_STATS, dict(GENERATOR_STATS._warn_cache)
+    assert "Warning" not in capsys.readouterr().err
+
+
+def test_the_document_is_generated_once_per_process(client, db, monkeypatch):
+    from drf_spectacular.generators import SchemaGenerator
+
+    client.get("/v1/openapi.json", HTTP_USER_AGENT="t")
+    calls = []
+    monkeypatch.setattr(SchemaGenerator, "get_schema", lambda *a, **k: calls.append(1))
+    assert client.get("/v1/openapi.json", HTTP_USER_AGENT="t").json()["paths"]
+    assert calls == []
+
+
+def test_the_docs_page_loads_nothing_from_another_host(client, db):
+    html = client.get("/v1/docs", HTTP_USER_AGENT="t").content.decode()
+    urls = re.findall(r"""(?:src|href)=["']([^"']+)""", html) + re.findall(r"url\(([^)]+)\)", html)
+    assert urls
+    assert [url for url in urls if re.match(r"\s*(https?:)?//", url)] == []
+    assert "fonts.googleapis" not in html
+
+
+def test_the_main_resources_have_request_and_response_examples(schema):
+    create = schema["paths"]["/v1/agents"]["post"]["requestBody"]["content"]["application/json"]
+    assert create["examples"]["InviteAnAgent"]["value"]["email"] == "jane@example.com"
+    get = schema["paths"]["/v1/agents/{agentID}"]["get"]["responses"]["200"]["content"]["application/json"]
+    assert get["examples"]["AnAgent"]["value"]["roles"] == ["normal"]
+    for path in ("/v1/teams", "/v1/tickets", "/v1/webhooks"):
+        assert schema["paths"][path]["post"]["requestBody"]["content"]["application/json"]["examples"], path

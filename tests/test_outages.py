@@ -220,7 +220,9 @@ def test_while_postgresql_is_away_the_api_answers_a_fast_503_and_recovers(owner,
     write_status, _, write_body = worker.request(owner, "POST", body=TICKET)
     # then: a 503 in the error shape, with Retry-After, at once
     assert status == 503, body
-    assert body == {"error": body["error"], "code": "database_unavailable", "details": None}
+    # (a 5xx names its request ID, as the response header does: what an operator greps the logs for)
+    details = {"requestID": headers["X-Request-ID"]}
+    assert body == {"error": body["error"], "code": "database_unavailable", "details": details}
     assert int(headers["Retry-After"]) > 0
     assert elapsed < 3
     assert write_status == 503 and write_body["code"] == "database_unavailable"

@@ -11,6 +11,7 @@ from rest_framework.response import Response
 
 from accounts.oauth import services
 from accounts.oauth.models import LicenseApp
+from accounts.oauth.scopes import SCOPE_RE
 from helpdesk.api.fields import StrictCharField, StrictListField
 from helpdesk.api.permissions import OWNERS
 from helpdesk.api.serializers import StampedOutputSerializer, StrictSerializer, TimestampField
@@ -36,12 +37,29 @@ class AppCreatedSerializer(AppSerializer):
     clientSecret = serializers.CharField(read_only=True)
 
 
+# The forms the services accept (accounts/oauth/services.py, scopes.py), here too so that the OpenAPI document
+# carries them as patterns.
+_REDIRECT_URI = (
+    r"^(https://[A-Za-z0-9.-]+|http://(localhost|127\.0\.0\.1|\[::1\]))(:[0-9]{1,5})?"
+    r"(/[A-Za-z0-9._~!$&'()*+,;=:@/-]*)?(\?[A-Za-z0-9._~!$&'()*+,;=:@/?-]*)?$"
+)
+
+
 class AppWriteSerializer(StrictSerializer):
     name = StrictCharField(max_length=255)
     redirectURIs = StrictListField(
-        child=StrictCharField(max_length=2000), source="redirect_uris", unique=True, max_length=20
+        child=serializers.RegexField(_REDIRECT_URI, max_length=2000),
+        source="redirect_uris",
+        unique=True,
+        min_length=1,
+        max_length=20,
     )
-    scopes = StrictListField(child=StrictCharField(max_length=60), unique=True, max_length=60)
+    scopes = StrictListField(
+        child=serializers.RegexField(SCOPE_RE.pattern, max_length=60),
+        unique=True,
+        min_length=1,
+        max_length=60,
+    )
 
 
 class AppCreateSerializer(AppWriteSerializer):

@@ -21,7 +21,7 @@ class AuthorSerializer(serializers.Serializer):
     ip = serializers.CharField(source="author_ip")
     userAgent = serializers.CharField(source="author_user_agent")
     # The OAuth app acting for the person: only on entries written through a Bearer token.
-    appName = serializers.CharField(source="author_app_name", allow_null=True)
+    appName = serializers.CharField(source="author_app_name", allow_null=True, required=False)
 
     def to_representation(self, instance):
         data = super().to_representation(instance)

@@ -1,5 +1,6 @@
 """The Subscription's output (the spec's fields, letter for letter) and strict input for its writes."""
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from billing.plans import PLANS
@@ -37,6 +38,7 @@ class LicenseSubscriptionSerializer(serializers.Serializer):
     currentPeriodEndsAt = TimestampField(source="current_period_ends_at", read_only=True)
 
 
+@extend_schema_field({"type": "string", "enum": list(PLANS)})
 class PlanCodeField(StrictCharField):
     default_error_messages = {"invalid_choice": "'{value}' is not a plan code."}
 

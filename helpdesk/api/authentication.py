@@ -22,6 +22,7 @@ from django.utils import timezone
 from rest_framework import authentication, exceptions
 
 from helpdesk.context import API, update_actor
+from helpdesk.logs import bind as bind_log_context
 
 MIN_SCOPE = "accounts--my:ro"
 LAST_USED_RESOLUTION = timedelta(minutes=1)
@@ -130,6 +131,7 @@ class TokenBasicAuthentication(authentication.BaseAuthentication):
             agent_id=agent.pk if agent else None,
             license_id=agent.license_id if agent else None,
         )
+        bind_log_context(license=request.license.id if request.license else None, account=str(account.id))
         return account, pat
 
     def authenticate_header(self, request):
@@ -226,6 +228,7 @@ class OAuthBearerAuthentication(authentication.BaseAuthentication):
             license_id=agent.license_id,
             app_name=application.name,
         )
+        bind_log_context(license=agent.license_id, account=str(account.id))
         return account, grant
 
     def authenticate_header(self, request):

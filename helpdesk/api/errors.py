@@ -20,6 +20,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 
 from helpdesk.api import ratelimit
+from helpdesk.logs import current_request_id
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +100,9 @@ def database_unavailable(request=None, exc=None):
 
 
 def error_body(status_code: int, error: str, code: str | None = None, details=None) -> dict:
+    if status_code >= 500 and details is None:
+        # What an operator needs to find the request's log lines (the response's X-Request-ID header too).
+        details = {"requestID": current_request_id()}
     return {"error": error, "code": code or _CODES.get(status_code, "error"), "details": details}
 
 

@@ -1,6 +1,11 @@
-"""OpenAPI extras: the Basic token scheme, and the contract's error shape on every operation."""
+"""OpenAPI extras: the Basic token scheme, the contract's error shape on every operation, readable summaries and
+tags, response headers, and strict request bodies."""
+
+import threading
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.views import SpectacularJSONAPIView
+from rest_framework.response import Response
 
 ERROR_SCHEMA = {
     "type": "object",
@@ -17,6 +22,7 @@ _ERRORS = {
     "403": "Authenticated, but the role or token does not allow it",
     "404": "Not found (or belonging to another license)",
     "429": "Over a rate limit, or too many failed authentication attempts (Retry-After)",
+    "503": "The database is unavailable; retry after Retry-After seconds",
 }
 
 
@@ -54,8 +60,264 @@ def add_error_responses(result, generator, request, public):
             responses = operation.setdefault("responses", {})
             for status, description in _ERRORS.items():
                 responses.setdefault(status, {"description": description, **ref})
+            if "requestBody" in operation:
+                responses.setdefault(
+                    "413", {"description": "The request body is larger than the limit", **ref}
+                )
             if "409" not in responses and any(
                 k in operation.get("operationId", "") for k in ("destroy", "update", "create")
             ):
                 responses["409"] = {"description": "Conflict with the current state", **ref}
+    return result
+
+
+# --- Summaries, descriptions and tags: derived from the operation ID (`agents_list` → "List agents") so that
+# the docs page reads like a table of contents; explicit `extend_schema(summary=...)` wins, _SUMMARIES overrides
+# where the derivation reads wrong.
+_TAGS = {
+    "agents": ("Agents", "The people of a license: roles, teams, invitations."),
+    "apps": ("Apps", "OAuth 2.0 apps of the developer console, and the grants owners gave them."),
+    "attachments": ("Attachments", "Signed download links of message attachments."),
+    "auditLog": ("Audit log", "Who changed what, when and through which channel (owners only)."),
+    "invitations": ("Invitations", "Accepting an invitation to join a license."),
+    "licenses": ("Licenses", "Your help desk accounts: company, settings, e-mail forwarding."),
+    "replyAddresses": (
+        "Reply addresses",
+        "Verified addresses of your domain that customer replies are sent from.",
+    ),
+    "subscriptions": ("Subscriptions", "Plans, seats and billing of a license."),
+    "tags": ("Tags", "Labels put on tickets."),
+    "teams": ("Teams", "Groups of agents that tickets are assigned to."),
+    "templates": ("Templates", "E-mail templates of the messages sent to customers."),
+    "tickets": ("Tickets", "Customer conversations: search, create, update, reply."),
+    "transactions": ("Transactions", "Uploads of attachments before they are added to a message."),
+    "webhooks": ("Webhooks", "Signed HTTP callbacks for ticket and account events, and their deliveries."),
+}
+# Singular and plural of each resource as a reader says them.
+_NOUNS = {
+    "agents": ("agent", "agents"),
+    "apps": ("app", "apps"),
+    "attachments": ("attachment", "attachments"),
+    "auditLog": ("audit log entry", "audit log entries"),
+    "invitations": ("invitation", "invitations"),
+    "licenses": ("license", "licenses"),
+    "replyAddresses": ("reply address", "reply addresses"),
+    "subscriptions": ("subscription", "subscriptions"),
+    "tags": ("tag", "tags"),
+    "teams": ("team", "teams"),
+    "templates": ("template", "templates"),
+    "tickets": ("ticket", "tickets"),
+    "transactions": ("transaction", "transactions"),
+    "webhooks": ("webhook", "webhooks"),
+}
+_ACTIONS = {
+    "list": ("List {plural}", "Lists the {plural} of the caller's license."),
+    "create": ("Create {singular}", "Creates {a} {singular} in the caller's license and returns it."),
+    "retrieve": ("Get {singular}", "Returns one {singular} of the caller's license."),
+    "partial_update": (
+        "Update {singular}",
+        "Changes the given fields of {a} {singular} (the others are left as they are) and returns it.",
+    ),
+    "update": ("Update {singular}", "Changes {a} {singular} and returns it."),
+    "destroy": ("Delete {singular}", "Deletes {a} {singular}."),
+    "bulk_update": (
+        "Update {plural} in bulk",
+        "Changes the given fields of several {plural} in one request.",
+    ),
+}
+_SUMMARIES = {
+    "agents_invite_create": "Send invitation again",
+    "apps_grants_list": "List grants",
+    "apps_grants_destroy": "Revoke grant",
+    "attachment_download": "Download attachment",
+    "auditLog_list": "List audit log entries",
+    "invitations_accept_create": "Accept invitation",
+    "licenses_forwardingInstructions_create": "Send forwarding instructions",
+    "subscriptions_cancel_create": "Cancel subscription",
+    "subscriptions_reactivate_create": "Reactivate subscription",
+    "templates_preview_create": "Preview template",
+    "templates_sendTestMessage_create": "Send test message",
+    "tickets_list": "Search tickets",
+    "tickets_childTickets_create": "Merge a ticket into this one",
+    "transactions_create": "Start transaction",
+    "transactions_attachments_create": "Upload attachment",
+    "webhooks_deliveries_list": "List webhook deliveries",
+    "webhooks_deliveries_redeliver_create": "Redeliver webhook delivery",
+}
+_DESCRIPTIONS = {
+    "attachment_download": "The attachment's bytes, from the signed link a ticket's message carries (no credentials).",
+    "invitations_accept_create": "Accepts an invitation with the token its e-mail carried: the account joins the license.",
+    "tickets_list": "Searches the tickets of the caller's license: filters, full-text `query`, pages and cursors.",
+    "tickets_childTickets_create": "Creates a child ticket from messages of this ticket, linked to it.",
+}
+
+
+def _derived(operation_id: str, resource: str) -> tuple[str, str]:
+    singular, plural = _NOUNS.get(resource, (resource, resource))
+    action = operation_id.removeprefix(resource + "_")
+    summary_format, description_format = _ACTIONS.get(action, (None, None))
+    summary = _SUMMARIES.get(operation_id) or (
+        summary_format.format(singular=singular, plural=plural) if summary_format else operation_id
+    )
+    description = (
+        description_format.format(
+            singular=singular, plural=plural, a="an" if singular[:1] in "aeiou" else "a"
+        )
+        if description_format
+        else f"{summary}."
+    )
+    description = _DESCRIPTIONS.get(operation_id, description)
+    return summary, description
+
+
+def describe_operations(result, generator, request, public):
+    """Postprocessing hook: a summary, a description and a readable tag on every operation; tag descriptions."""
+    used = set()
+    for path_item in result.get("paths", {}).values():
+        for operation in path_item.values():
+            resource = (operation.get("tags") or [""])[0]
+            summary, description = _derived(operation.get("operationId", ""), resource)
+            operation.setdefault("summary", summary)
+            operation["description"] = operation.get("description") or description
+            if resource in _TAGS:
+                operation["tags"] = [_TAGS[resource][0]]
+                used.add(resource)
+    result["tags"] = [{"name": _TAGS[r][0], "description": _TAGS[r][1]} for r in sorted(used)]
+    return result
+
+
+# --- Response headers clients need (generated clients expose only what the document declares).
+_PAGE_HEADERS = {
+    "X-Total-Results": {
+        "description": "Items matching the filters (all pages).",
+        "schema": {"type": "integer"},
+    },
+    "X-Total-Pages": {"description": "ceil(X-Total-Results / pageSize).", "schema": {"type": "integer"}},
+    "Link": {
+        "description": 'Cursor URLs of the next and previous pages: `<url>; rel="next"`, `<url>; rel="prev"`.',
+        "schema": {"type": "string"},
+    },
+}
+_RETRY_AFTER = {
+    "Retry-After": {"description": "Seconds to wait before trying again.", "schema": {"type": "integer"}}
+}
+
+
+def add_headers(result, generator, request, public):
+    """Postprocessing hook: paging headers on paged lists, Retry-After on 429 and 503."""
+    for path_item in result.get("paths", {}).values():
+        for method, operation in path_item.items():
+            names = {p.get("name") for p in operation.get("parameters", [])}
+            responses = operation.get("responses", {})
+            if method == "get" and "pageSize" in names and "200" in responses:
+                responses["200"].setdefault("headers", {}).update(_PAGE_HEADERS)
+            for status in ("429", "503"):
+                if status in responses:
+                    responses[status].setdefault("headers", {}).update(_RETRY_AFTER)
+    return result
+
+
+class SchemaView(SpectacularJSONAPIView):
+    """The OpenAPI document, generated on the first request of the process and kept: it only changes with the
+    code (generating it walks every view and serializer: ~1 s, and it would repeat drf-spectacular's warnings)."""
+
+    _document: dict | None = None
+    _lock = threading.Lock()
+
+    def _get_schema_response(self, request):
+        with SchemaView._lock:
+            if SchemaView._document is None:
+                generator = self.generator_class(
+                    urlconf=self.urlconf, api_version=None, patterns=self.patterns
+                )
+                SchemaView._document = generator.get_schema(request=None, public=True)
+        return Response(SchemaView._document)
+
+
+# --- Query parameters: what the server enforces (a fuzzer reading the document must not be surprised).
+_RELATIVE_OR_ISO_DATE = (
+    r"^([-+][0-9]{1,3}[nhdmHDM]|[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])"
+    r"(T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]Z)?)$"
+)
+_UUID_OR_NONE = {"type": "string", "pattern": r"^(none|[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12})$"}
+_FLAG = {"type": "string", "enum": ["Y", "N", "0", "1"]}
+
+
+def _parameter_schemas() -> dict:
+    import zoneinfo
+
+    from tickets import search
+    from tickets.filters import PRIORITY_OPS, RATINGS
+    from tickets.models import PRIORITIES, SILOS
+
+    return {
+        "timezone": {"type": "string", "enum": sorted(zoneinfo.available_timezones()), "default": "UTC"},
+        "hasAssignee": _FLAG,
+        "hasParent": _FLAG,
+        "hasTags": _FLAG,
+        "spam": {"type": "string", "enum": ["true", "false", "1", "0", "y", "n", "yes", "no"]},
+        "silo": {"type": "string", "enum": list(SILOS), "default": "tickets"},
+        "rating": {"type": "string", "enum": list(RATINGS)},
+        "priority": {"type": "integer", "enum": list(PRIORITIES)},
+        "priorityOp": {"type": "string", "enum": list(PRIORITY_OPS), "default": "eq"},
+        "subject": {"type": "string", "minLength": 1, "maxLength": 500},
+        "query": {"type": "string", "minLength": 1, "maxLength": 500},
+        "shortID": {"type": "string", "minLength": 1, "maxLength": 20},
+        "assignment.teamID": _UUID_OR_NONE,
+        "assignment.agentID": _UUID_OR_NONE,
+        "language[]": {
+            "type": "array",
+            "maxItems": 100,
+            "items": {"type": "string", "enum": sorted(search.LANGUAGE_CHOICES)},
+        },
+        "customFields": {
+            "type": "object",
+            "maxProperties": 100,
+            "propertyNames": {"pattern": r"^[A-Za-z0-9_-]{1,100}$"},
+            "additionalProperties": {"type": "string", "minLength": 1},
+        },
+        "customFieldsExist[]": {
+            "type": "array",
+            "maxItems": 100,
+            "items": {"type": "string", "pattern": r"^[A-Za-z0-9_-]{1,100}$"},
+        },
+        "teamIDs[]": {"type": "array", "maxItems": 100, "items": {"type": "string", "format": "uuid"}},
+        "tagIDs[]": {"type": "array", "maxItems": 100, "items": {"type": "string", "format": "uuid"}},
+    }
+
+
+# Request body fields whose rule a serializer field type does not carry.
+_BODY_FIELDS = {
+    "url": {"pattern": r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[!-~]*)?$"},  # webhooks: http(s) receivers
+}
+
+
+def constrain_parameters(result, generator, request, public):
+    """Postprocessing hook: enums, patterns and lengths of query parameters; a present but empty parameter is
+    refused by every list (helpdesk/api/filtersets.py), so every string parameter has minLength 1."""
+    overrides = _parameter_schemas()
+    for path_item in result.get("paths", {}).values():
+        for operation in path_item.values():
+            for parameter in operation.get("parameters", []):
+                if parameter.get("in") != "query":
+                    continue
+                name = parameter["name"]
+                schema = parameter.get("schema", {})
+                if name in overrides:
+                    schema = parameter["schema"] = dict(overrides[name])
+                    if schema["type"] == "array":
+                        parameter["style"], parameter["explode"] = "form", True
+                elif schema.get("example") == "-1D":  # a relative-date bound (tickets/filters.py)
+                    schema["pattern"] = _RELATIVE_OR_ISO_DATE
+                if schema.get("type") == "string" and "enum" not in schema:
+                    schema.setdefault("minLength", 1)
+            for parameter in operation.get("parameters", []):
+                if parameter.get("in") == "header" and parameter["name"] == "Idempotency-Key":
+                    parameter["schema"] = {"type": "string", "pattern": "^[ -~]{1,255}$"}
+    for name, component in result.get("components", {}).get("schemas", {}).items():
+        if name.startswith(("Webhook", "PatchedWebhook")) and name.endswith("Request"):
+            for field, extra in _BODY_FIELDS.items():
+                if field in component.get("properties", {}):
+                    component["properties"][field].update(extra)
+
     return result

@@ -38,8 +38,11 @@ class TemplateSerializer(StampedOutputSerializer):
 
 _APPEARANCE_SCHEMA = {
     "type": "object",
+    "maxProperties": MAX_APPEARANCE_KEYS,
+    "propertyNames": {"pattern": APPEARANCE_KEY_RE.pattern},
     "additionalProperties": {
         "type": "object",
+        "additionalProperties": False,
         "properties": {
             "type": {"type": "string", "enum": ["color"]},
             "value": {"type": "string", "pattern": "^#[0-9a-fA-F]{6}$", "nullable": True},

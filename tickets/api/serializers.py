@@ -178,8 +178,9 @@ class AuthorSerializer(StrictSerializer):
     {
         "type": "object",
         "nullable": True,
-        "properties": {"ID": {"type": "string", "format": "uuid"}},
+        "additionalProperties": False,
         "required": ["ID"],
+        "properties": {"ID": {"type": "string", "format": "uuid", "nullable": True}},
     }
 )
 class RefField(serializers.Field):
@@ -249,6 +250,7 @@ class AssignmentSerializer(StrictSerializer):
     agent = RefField(Agent.objects)
 
 
+@extend_schema_field({"type": "integer", "enum": list(PRIORITIES)})
 class PriorityField(StrictIntegerField):
     default_error_messages = {"choice": "Must be one of -10, 0, 10, 20."}
 
