@@ -279,7 +279,9 @@ def purge_batch(run: PurgeRun, cutoff: dict[str, datetime], ids: list) -> int:
         )
         if deleted != len(locked):
             raise BatchChanged(f"{len(locked)} tickets locked but {deleted} deleted")
-        for license_id in by_license:
+        # The generation lives on the license row (tickets.counts): lock the rows in one order, so that two
+        # overlapping purges of several licenses cannot deadlock.
+        for license_id in sorted(by_license):
             counts.invalidate(license_id)
         if files:
             PurgedFile.objects.bulk_create([PurgedFile(name=name) for name in files])
