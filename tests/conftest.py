@@ -179,3 +179,22 @@ def staff_owner(owner):
     from tests.admin_helpers import staff
 
     return staff(owner.agent)
+
+
+@pytest.fixture
+def redis_proxy(settings, monkeypatch):
+    """The cache goes through a cuttable proxy to the real Redis (the settings change rebuilds the cache
+    backends), for the outage and rate-limit tests."""
+    from urllib.parse import urlsplit
+
+    from helpdesk import cache as helpdesk_cache
+    from tests.tcp_proxy import TcpProxy
+
+    target = urlsplit(settings.REDIS_URL)
+    proxy = TcpProxy(target.hostname, target.port or 6379)
+    settings.CACHES = {
+        "default": {**settings.CACHES["default"], "LOCATION": proxy.url_for(settings.REDIS_URL)}
+    }
+    monkeypatch.setattr(helpdesk_cache, "_last_warning", 0.0)  # the warning is rate-limited per process
+    yield proxy
+    proxy.close()

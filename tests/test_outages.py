@@ -23,7 +23,6 @@ from django.conf import settings as django_settings
 from django.core.wsgi import get_wsgi_application
 from django.db import connections
 
-from helpdesk import cache as helpdesk_cache
 from helpdesk.queue import enqueue_now, enqueue_on_commit
 from tests.conftest import api_client
 from tests.tcp_proxy import TcpProxy
@@ -33,19 +32,6 @@ TICKET = {
     "requester": {"email": "jane@example.com", "name": "Jane Doe"},
     "message": {"text": "Hello, my parcel has not arrived yet."},
 }
-
-
-@pytest.fixture
-def redis_proxy(settings, monkeypatch):
-    """The cache goes through a proxy to the real Redis (the settings change rebuilds the cache backends)."""
-    target = urlsplit(django_settings.REDIS_URL)
-    proxy = TcpProxy(target.hostname, target.port or 6379)
-    settings.CACHES = {
-        "default": {**django_settings.CACHES["default"], "LOCATION": proxy.url_for(django_settings.REDIS_URL)}
-    }
-    monkeypatch.setattr(helpdesk_cache, "_last_warning", 0.0)  # the warning is rate-limited per process
-    yield proxy
-    proxy.close()
 
 
 def _total(persona) -> int:

@@ -5,17 +5,13 @@ from __future__ import annotations
 import logging
 import time
 from datetime import UTC, datetime
-from urllib.parse import urlsplit
 
 import pytest
 import time_machine
-from django.conf import settings as django_settings
 
 from accounts.models import ROLE_NORMAL
-from helpdesk import cache as helpdesk_cache
 from tests.conftest import make_persona
 from tests.factories import AgentFactory
-from tests.tcp_proxy import TcpProxy
 
 # The start of a window of 60 s (and of 10 s): tests that count run inside one window.
 WINDOW_START = datetime(2026, 3, 2, 9, 0, 0, tzinfo=UTC)
@@ -150,19 +146,6 @@ def test_an_anonymous_request_is_not_counted(owner, limits, client):
     response = client.get("/v1/tickets", HTTP_USER_AGENT="helpdesk-tests/1.0")
     assert response.status_code == 401
     assert "X-RateLimit-Limit" not in response
-
-
-@pytest.fixture
-def redis_proxy(settings, monkeypatch):
-    """The cache goes through a proxy to the real Redis (as in test_outages)."""
-    target = urlsplit(django_settings.REDIS_URL)
-    proxy = TcpProxy(target.hostname, target.port or 6379)
-    settings.CACHES = {
-        "default": {**django_settings.CACHES["default"], "LOCATION": proxy.url_for(django_settings.REDIS_URL)}
-    }
-    monkeypatch.setattr(helpdesk_cache, "_last_warning", 0.0)  # the warning is rate-limited per process
-    yield proxy
-    proxy.close()
 
 
 @pytest.mark.redis
