@@ -62,5 +62,5 @@ class Command(BaseCommand):
             from templates_app.addresses import license_address
 
             self.stdout.write(
-                f"Its mail address (make run receives on port 2525): {license_address(license.pk)}\n"
+                f"Its mail address (send to it through the SMTP listener below): {license_address(license.pk)}\n"
             )
