@@ -204,10 +204,9 @@ def appendix(*, message, ticket, signature: str | None, thread: bool) -> Rendere
     return Rendered(text="\n\n".join(text), html="".join(markup))
 
 
-def render_ticket_mail(*, ticket, message, body: str) -> tuple[Rendered, list]:
-    """The mail of `message` (or an acknowledgement `body`) in the team's template, else the license's."""
+def render_ticket_mail(*, ticket, team, message, body: str) -> tuple[Rendered, list]:
+    """The mail of `message` (or an acknowledgement `body`) in `team`'s template, else the license's."""
     license = ticket.license
-    team = ticket_team(ticket)
     template = (team.template if team and team.template_id else None) or license.default_template
     agent = message.author_agent if message.author_type == "agent" else None
     context = mail.license_context(
@@ -253,8 +252,9 @@ def subject_of(ticket, *, reply: bool) -> str:
 
 
 def _queue(*, ticket, message, kind: str, to: list[str], subject: str, body: str, extra_headers=None):
-    rendered, inline = render_ticket_mail(ticket=ticket, message=message, body=body)
-    from_email, reply_to = sender(license=ticket.license, team=ticket_team(ticket), short_id=ticket.short_id)
+    team = ticket_team(ticket)  # one look-up for the template and the sender
+    rendered, inline = render_ticket_mail(ticket=ticket, team=team, message=message, body=body)
+    from_email, reply_to = sender(license=ticket.license, team=team, short_id=ticket.short_id)
     rows = []
     for recipient in to:
         headers = {
