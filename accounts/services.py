@@ -29,9 +29,9 @@ from accounts.models import (
     default_license_source,
 )
 from accounts.signals import agent_leaving
-from helpdesk.api.authentication import MIN_SCOPE, hash_token
-from helpdesk.api.errors import Conflict, field_error
+from accounts.tokens import MIN_SCOPE, hash_token
 from helpdesk.context import acting_as, current_actor
+from helpdesk.errors import Conflict, field_error
 from tickets import counts
 
 DEFAULT_TOKEN_SCOPES = [MIN_SCOPE, "accounts--all:rw"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from accounts.models import License
 from billing.selectors import seat_limit
 from billing.services import active_agent_count
-from helpdesk.api.errors import Conflict
+from helpdesk.errors import Conflict
 
 
 def ensure_seat_available(license: License) -> None:

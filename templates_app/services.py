@@ -8,7 +8,7 @@ from django.db import transaction
 
 from accounts.models import License
 from accounts.services import stamp_create, stamp_update, transaction_bind
-from helpdesk.api.errors import Conflict
+from helpdesk.errors import Conflict
 from templates_app import mail
 from templates_app.models import TYPE_HTML, TYPE_VISUAL, OutboundMessage, Template
 from templates_app.rendering import render
