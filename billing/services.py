@@ -347,6 +347,16 @@ def subscription_start_trial(
     return subscription
 
 
+DEFAULT_TRIAL_PLAN = "hd-team1m"  # licenses made without a plan (operator commands, the admin) try this one
+
+
+def on_license_created(sender, *, license: License, plan_code=None, coupon_code: str = "", **kwargs) -> None:
+    """Receiver of accounts.signals.license_created: a new license starts a trial (in its transaction)."""
+    subscription_start_trial(
+        license=license, plan_code=plan_code or DEFAULT_TRIAL_PLAN, coupon_code=coupon_code
+    )
+
+
 def subscription_create(
     *,
     license: License,

@@ -86,6 +86,11 @@ def invitation_send(*, agent: Agent) -> Invitation:
     return invitation
 
 
+def on_agent_invited(sender, *, agent: Agent, **kwargs) -> None:
+    """Receiver of accounts.signals.agent_invited."""
+    invitation_send(agent=agent)
+
+
 def agent_reinvite(*, agent: Agent) -> Invitation:
     if agent.status != STATUS_INVITED:
         raise Conflict("This agent has already accepted the invitation.", code="agent_active")

@@ -119,6 +119,11 @@ def reply_address_verify(*, token: str) -> ReplyAddress:
     return address
 
 
+def on_team_reply_address_chosen(sender, *, license, reply_address_id, **kwargs) -> None:
+    """Receiver of accounts.signals.team_reply_address_chosen."""
+    check_team_reply_address(license, reply_address_id)
+
+
 def check_team_reply_address(license, reply_address_id) -> None:
     """A team's replyAddressID names one of its license's reply addresses (or is null)."""
     if reply_address_id is None:

@@ -88,6 +88,12 @@ def template_create_default(*, license: License) -> Template:
     )
 
 
+def on_license_created(sender, *, license: License, **kwargs) -> None:
+    """Receiver of accounts.signals.license_created: a new license starts with its default template."""
+    license.default_template = template_create_default(license=license)
+    license.save(update_fields=["default_template"])
+
+
 @transaction.atomic
 def template_send_test(
     *,
