@@ -28,15 +28,20 @@ from accounts.models import (
     default_license_settings,
     default_license_source,
 )
-from accounts.signals import agent_leaving
-from helpdesk.api.authentication import MIN_SCOPE, hash_token
-from helpdesk.api.errors import Conflict, field_error
+from accounts.signals import (
+    agent_activating,
+    agent_invited,
+    agent_leaving,
+    license_created,
+    team_reply_address_chosen,
+)
+from accounts.tokens import MIN_SCOPE, hash_token
 from helpdesk.context import acting_as, current_actor
+from helpdesk.errors import Conflict, field_error
 from tickets import counts
 
 DEFAULT_TOKEN_SCOPES = [MIN_SCOPE, "accounts--all:rw"]
 DEFAULT_TEAM_NAME = "General"
-DEFAULT_TRIAL_PLAN = "hd-team1m"  # licenses made by operator commands start a trial on it
 
 
 # --- stamps -------------------------------------------------------------------------------------------
@@ -132,7 +137,8 @@ def license_create(
     coupon_code: str = "",
     first_license_only: bool = False,
 ) -> License:
-    """A license with its default team, default template and an active owner agent, all or nothing.
+    """A license with its default team and an active owner agent, all or nothing; the apps built on accounts
+    add theirs in the same transaction (`license_created`: the default template, the trial on `plan_code`).
 
     The account is created if needed. `first_license_only` (the API's first login) refuses with 409 an
     account that is already an active agent somewhere; the account row lock makes two racing calls one.
@@ -158,16 +164,12 @@ def license_create(
 
 
 def _license_populate(license, account, owner_id, owner_name, plan_code, coupon_code) -> None:
-    """The default team and template, the owner agent and the trial of a new license."""
-    from billing.services import subscription_start_trial
-    from templates_app.services import template_create_default
-
+    """The default team and the owner agent of a new license, then what the other apps add to it."""
     team = Team(license=license, name=DEFAULT_TEAM_NAME)
     stamp_create(team)
     team.save()
     license.default_team = team
-    license.default_template = template_create_default(license=license)
-    license.save(update_fields=["default_team", "default_template"])
+    license.save(update_fields=["default_team"])
     owner = Agent(
         id=owner_id,
         license=license,
@@ -180,8 +182,8 @@ def _license_populate(license, account, owner_id, owner_name, plan_code, coupon_
     stamp_create(owner)
     owner.save()
     owner.teams.add(team)
-    subscription_start_trial(
-        license=license, plan_code=plan_code or DEFAULT_TRIAL_PLAN, coupon_code=coupon_code
+    license_created.send(
+        sender=License, license=license, owner=owner, plan_code=plan_code, coupon_code=coupon_code
     )
 
 
@@ -245,9 +247,9 @@ def team_create(*, license: License, name: str, autoassignment_agents=None, **fi
 
 def _check_reply_address(license: License, fields: dict) -> None:
     if fields.get("reply_address_id") is not None:
-        from templates_app.reply_addresses import check_team_reply_address
-
-        check_team_reply_address(license, fields["reply_address_id"])
+        team_reply_address_chosen.send(
+            sender=Team, license=license, reply_address_id=fields["reply_address_id"]
+        )
 
 
 def _apply_team_fields(team: Team, fields: dict) -> None:
@@ -348,10 +350,8 @@ def _set_agent_relations(agent: Agent, teams, autoassignment_teams, transaction_
 
 
 def _ensure_seat(license: License) -> None:
-    """One more active agent must fit the paid seats (409 `seat_limit_reached`); locks the license row."""
-    from billing.seats import ensure_seat_available  # lazy: accounts is the base, billing builds on it
-
-    ensure_seat_available(license)
+    """One more active agent must fit the paid seats (billing refuses with 409 `seat_limit_reached`)."""
+    agent_activating.send(sender=Agent, license=license)
 
 
 @transaction.atomic
@@ -383,9 +383,7 @@ def agent_create(
     agent.save()
     _set_agent_relations(agent, teams, autoassignment_teams, transaction_id)
     if agent.status == STATUS_INVITED:
-        from templates_app.invitations import invitation_send
-
-        invitation_send(agent=agent)  # the e-mail leaves after commit
+        agent_invited.send(sender=Agent, agent=agent)  # the e-mail app invites them (after commit)
     return agent
 
 

@@ -1,9 +1,15 @@
 """Read-only admin views of the billing ledger: money changes only through billing.services."""
 
 from django.contrib import admin
+from django.urls import reverse
+from django.utils.html import format_html
 
+from accounts.admin.licenses import LicenseAdmin
 from accounts.admin.tenancy import ReadOnlyLicenseScopedAdmin, ScopedRelatedListFilter
+from accounts.models import License
 from billing.models import Charge, IdempotencyRecord, Subscription
+from billing.selectors import license_subscriptions, seat_limit
+from billing.services import active_agent_count
 
 _LICENSE_FILTER = ("license", ScopedRelatedListFilter)
 
@@ -82,3 +88,40 @@ class IdempotencyRecordAdmin(ReadOnlyLicenseScopedAdmin):
     search_fields = ("key",)
     date_hierarchy = "created_at"
     ordering = ("-created_at",)
+
+
+class BillingLicenseAdmin(LicenseAdmin):
+    """The license page with its Subscription section (billing's data; accounts does not import billing)."""
+
+    readonly_fields = ("subscription_display", "seats_display", *LicenseAdmin.readonly_fields)
+
+    def get_fieldsets(self, request, obj=None):
+        fieldsets = super().get_fieldsets(request, obj)
+        if obj is None:
+            return fieldsets
+        subscription = ("Subscription", {"fields": ("subscription_display", "seats_display")})
+        return (fieldsets[0], subscription, *fieldsets[1:])
+
+    @admin.display(description="subscription")
+    def subscription_display(self, obj):
+        subscription = license_subscriptions([obj.pk]).get(obj.pk)
+        if subscription is None:
+            return "none (trial allowance)"
+        return format_html(
+            '<a href="{}">{} × {}, {}</a>{}',
+            reverse("admin:billing_subscription_change", args=[subscription.pk]),
+            subscription.plan_code,
+            subscription.quantity,
+            subscription.state,
+            f" until {subscription.current_period_ends_at:%Y-%m-%d}"
+            if subscription.current_period_ends_at
+            else "",
+        )
+
+    @admin.display(description="seats in use")
+    def seats_display(self, obj):
+        return f"{active_agent_count(obj)} of {seat_limit(obj)} (active agents of the paid seats)"
+
+
+admin.site.unregister(License)
+admin.site.register(License, BillingLicenseAdmin)

@@ -18,9 +18,11 @@ from django.utils import timezone
 from rest_framework.exceptions import APIException
 from rest_framework.response import Response
 
+from billing.api.serializers import SubscriptionSerializer
 from billing.models import INTENT, IdempotencyRecord
-from helpdesk.api.errors import BadRequest, Conflict, exception_handler
+from helpdesk.api.errors import BadRequest, Conflict, api_exception, exception_handler
 from helpdesk.api.renderers import dumps
+from helpdesk.errors import DomainError
 
 HEADER = "HTTP_IDEMPOTENCY_KEY"
 MAX_KEY_LENGTH = 255
@@ -81,9 +83,20 @@ def begin(request) -> IdempotencyRecord | Response | None:
     return Response(orjson.loads(record.body), status=record.status, headers={"Idempotent-Replayed": "true"})
 
 
-def exception_body(exc: APIException) -> dict:
+def exception_body(exc: APIException | DomainError) -> dict:
     """The body the API's exception handler gives for `exc` (so a replay is byte-for-byte the same)."""
     return exception_handler(exc, {}).data
+
+
+def complete_subscription(record: IdempotencyRecord | None, subscription, *, created: bool = False) -> None:
+    """Store the subscription's response (201 when the request created it), inside the change's transaction."""
+    complete(record, 201 if created else 200, SubscriptionSerializer(subscription).data)
+
+
+def complete_error(record: IdempotencyRecord | None, error: DomainError) -> None:
+    """Store a service's refusal as the API answers it (a declined charge's 402)."""
+    exc = api_exception(error)
+    complete(record, exc.status_code, exception_body(exc))
 
 
 def complete(record: IdempotencyRecord | None, status: int, body) -> None:

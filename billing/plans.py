@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from helpdesk.api.errors import field_error
+from helpdesk.errors import field_error
 
 
 @dataclasses.dataclass(frozen=True)

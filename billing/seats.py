@@ -1,11 +1,17 @@
-"""Seat limits, called by accounts.services when an agent is created active or becomes active."""
+"""Seat limits: accounts.services asks (signal `agent_activating`) when an agent is created active or becomes
+active."""
 
 from __future__ import annotations
 
 from accounts.models import License
 from billing.selectors import seat_limit
 from billing.services import active_agent_count
-from helpdesk.api.errors import Conflict
+from helpdesk.errors import Conflict
+
+
+def on_agent_activating(sender, *, license: License, **kwargs) -> None:
+    """Receiver of accounts.signals.agent_activating."""
+    ensure_seat_available(license)
 
 
 def ensure_seat_available(license: License) -> None:

@@ -32,7 +32,6 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
-from rest_framework import status as http
 
 from accounts.models import STATUS_ACTIVE, Agent, License
 from accounts.services import stamp_create, stamp_update
@@ -58,13 +57,12 @@ from billing.models import (
     Subscription,
 )
 from billing.plans import PLANS, Plan, get_coupon, get_plan
-from helpdesk.api.errors import Conflict, PaymentRequired
-from helpdesk.api.renderers import iso
+from helpdesk.errors import Conflict, PaymentRequired, Unavailable
+from helpdesk.timestamps import iso
 
 
-class PaymentGatewayUnavailable(Conflict):
-    status_code = http.HTTP_503_SERVICE_UNAVAILABLE
-    default_code = "payment_gateway_unavailable"
+class PaymentGatewayUnavailable(Unavailable):
+    code = "payment_gateway_unavailable"
 
 
 # --- arithmetic -----------------------------------------------------------------------------------------
@@ -127,12 +125,11 @@ def _check_seats_cover_agents(license: License, quantity: int) -> None:
 
 def _refuse_if_busy(subscription: Subscription) -> None:
     if subscription.charge_in_flight_id is not None:
-        exc = Conflict(
+        raise Conflict(
             "A payment for this subscription is being processed; retry in a moment.",
             code="charge_in_progress",
+            retry_after=1,
         )
-        exc.wait = 1
-        raise exc
 
 
 def _current_subscription(license: License) -> Subscription | None:
@@ -153,15 +150,9 @@ def _gateway_key(license: License, *parts) -> str:
 # --- responses (written with the change, for Idempotency-Key replays) -----------------------------------
 
 
-def subscription_body(subscription: Subscription) -> dict:
-    from billing.api.serializers import SubscriptionSerializer
-
-    return SubscriptionSerializer(subscription).data
-
-
-def _respond(request: IdempotencyRecord | None, subscription: Subscription, status: int = 200) -> None:
+def _respond(request: IdempotencyRecord | None, subscription: Subscription, *, created: bool = False) -> None:
     if request is not None:
-        idempotency.complete(request, status, subscription_body(subscription))
+        idempotency.complete_subscription(request, subscription, created=created)
 
 
 # --- charging -------------------------------------------------------------------------------------------
@@ -245,19 +236,19 @@ def _expire_replaced_trial(subscription: Subscription, now) -> None:
         trial.save(update_fields=["state", "expires_at", "updated_at"])
 
 
-def _apply_paid(subscription: Subscription, charge: Charge, now) -> int:
-    """The change a succeeded charge paid for; returns the HTTP status of the request that made it."""
+def _apply_paid(subscription: Subscription, charge: Charge, now) -> bool:
+    """The change a succeeded charge paid for; True when it created the subscription (the request's 201)."""
     change = charge.change
     if charge.reason in (REASON_CREATE, REASON_REACTIVATION):
         _activate(subscription, PLANS[change["plan_code"]], change["quantity"], now)
         _expire_replaced_trial(subscription, now)
-        return http.HTTP_201_CREATED if charge.reason == REASON_CREATE else http.HTTP_200_OK
+        return charge.reason == REASON_CREATE
     if charge.reason == REASON_RENEWAL:
         started_at = datetime.datetime.fromisoformat(change["period_started_at"])
         _apply_period(subscription, PLANS[change["plan_code"]], change["quantity"], started_at)
-        return http.HTTP_200_OK
+        return False
     _apply_change(subscription, change)
-    return http.HTTP_200_OK
+    return False
 
 
 def _apply_unpaid(subscription: Subscription, charge: Charge, now) -> None:
@@ -282,24 +273,21 @@ def _complete_charge(charge_id, result: GatewayResult) -> tuple[Subscription, Ch
         charge.completed_at = now
         if result.succeeded:
             charge.status = SUCCEEDED
-            status = _apply_paid(subscription, charge, now)
-            response = (status, None)
+            created, error = _apply_paid(subscription, charge, now), None
         else:
             charge.status = DECLINED if result.status == DECLINED else FAILED
             charge.failure_message = result.message[:500]
             _apply_unpaid(subscription, charge, now)
-            error = _decline_error(result)
-            response = (error.status_code, idempotency.exception_body(error))
+            created, error = False, _decline_error(result)
         charge.save()
         subscription.charge_in_flight = None
         if result.succeeded or charge.reason in (REASON_CREATE, REASON_RENEWAL):
             stamp_update(subscription)  # a declined change leaves even updatedAt as it was
         subscription.save()
-        if charge.request_id is not None:
-            status, body = response
-            idempotency.complete(
-                charge.request, status, body if body is not None else subscription_body(subscription)
-            )
+        if charge.request_id is not None and error is not None:
+            idempotency.complete_error(charge.request, error)
+        elif charge.request_id is not None:
+            idempotency.complete_subscription(charge.request, subscription, created=created)
     return subscription, charge
 
 
@@ -308,12 +296,11 @@ def _charge_now(charge: Charge) -> Subscription:
     try:
         result = _call_gateway(charge)
     except GatewayUnavailable:
-        exc = PaymentGatewayUnavailable(
+        raise PaymentGatewayUnavailable(
             "The payment provider did not answer; the payment will be confirmed or released shortly. "
-            "Retry with the same Idempotency-Key to see the outcome."
-        )
-        exc.wait = 30
-        raise exc from None
+            "Retry with the same Idempotency-Key to see the outcome.",
+            retry_after=30,
+        ) from None
     subscription, charge = _complete_charge(charge.pk, result)
     if charge.status != SUCCEEDED:
         raise _decline_error(GatewayResult(charge.status, charge.gateway_reference, charge.failure_message))
@@ -360,6 +347,16 @@ def subscription_start_trial(
     return subscription
 
 
+DEFAULT_TRIAL_PLAN = "hd-team1m"  # licenses made without a plan (operator commands, the admin) try this one
+
+
+def on_license_created(sender, *, license: License, plan_code=None, coupon_code: str = "", **kwargs) -> None:
+    """Receiver of accounts.signals.license_created: a new license starts a trial (in its transaction)."""
+    subscription_start_trial(
+        license=license, plan_code=plan_code or DEFAULT_TRIAL_PLAN, coupon_code=coupon_code
+    )
+
+
 def subscription_create(
     *,
     license: License,
@@ -401,7 +398,7 @@ def subscription_create(
             _activate(subscription, plan, quantity, now)
             _expire_replaced_trial(subscription, now)
             subscription.save()
-            _respond(request, subscription, http.HTTP_201_CREATED)
+            _respond(request, subscription, created=True)
             return subscription
         charge = _record_intent(
             subscription,
@@ -445,12 +442,11 @@ def subscription_update(
             )
         if subscription.current_period_ends_at <= timezone.now():
             # Prorating over an ended period would give the change away for free until the renewal.
-            exc = Conflict(
+            raise Conflict(
                 "The subscription's period has ended and it is being renewed; retry in a few minutes.",
                 code="renewal_due",
+                retry_after=60,
             )
-            exc.wait = 60
-            raise exc
         target_plan = plan or PLANS[subscription.pending_plan_code or subscription.plan_code]
         target_quantity = (
             quantity if quantity is not None else (subscription.pending_quantity or subscription.quantity)

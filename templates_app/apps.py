@@ -7,8 +7,9 @@ class TemplatesAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        # The e-mail app reacts to the tickets' events (tickets never imports it).
-        from templates_app import notifications, rating, ticket_mail
+        # The e-mail app reacts to the events of accounts and tickets (neither imports it).
+        from accounts.signals import agent_invited, license_created, team_reply_address_chosen
+        from templates_app import invitations, notifications, rating, reply_addresses, services, ticket_mail
         from templates_app.inbound import services as inbound
         from tickets.signals import message_created, rating_requested, ticket_assigned, tickets_purging
 
@@ -21,3 +22,8 @@ class TemplatesAppConfig(AppConfig):
         )
         tickets_purging.connect(inbound.on_tickets_purging, dispatch_uid="templates_app.inbound.purge")
         tickets_purging.connect(notifications.on_tickets_purging, dispatch_uid="templates_app.notifications")
+        license_created.connect(services.on_license_created, dispatch_uid="templates_app.default_template")
+        agent_invited.connect(invitations.on_agent_invited, dispatch_uid="templates_app.invitations")
+        team_reply_address_chosen.connect(
+            reply_addresses.on_team_reply_address_chosen, dispatch_uid="templates_app.reply_addresses"
+        )

@@ -20,11 +20,10 @@ from django.core import signing
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
-from rest_framework.exceptions import PermissionDenied
 
 from accounts.models import STATUS_ACTIVE, STATUS_INVITED, Agent
-from helpdesk.api.errors import BadRequest, Conflict, field_error
 from helpdesk.context import current_actor
+from helpdesk.errors import Conflict, Forbidden, Invalid, field_error
 from templates_app import mail
 from templates_app.models import Invitation, OutboundMessage
 
@@ -87,14 +86,19 @@ def invitation_send(*, agent: Agent) -> Invitation:
     return invitation
 
 
+def on_agent_invited(sender, *, agent: Agent, **kwargs) -> None:
+    """Receiver of accounts.signals.agent_invited."""
+    invitation_send(agent=agent)
+
+
 def agent_reinvite(*, agent: Agent) -> Invitation:
     if agent.status != STATUS_INVITED:
         raise Conflict("This agent has already accepted the invitation.", code="agent_active")
     return invitation_send(agent=agent)
 
 
-def _invalid() -> BadRequest:
-    return BadRequest(
+def _invalid() -> Invalid:
+    return Invalid(
         "This invitation link is not valid.",
         code="invitation_invalid",
         details={"token": ["Not a valid link."]},
@@ -136,23 +140,21 @@ def invitation_accept(*, token: str, password: str | None = None, caller=None) -
     try:
         signer.unsign(token, max_age=max_age())
     except signing.SignatureExpired:
-        raise BadRequest(
-            "This invitation has expired; ask for a new one.", code="invitation_expired"
-        ) from None
+        raise Invalid("This invitation has expired; ask for a new one.", code="invitation_expired") from None
 
     agent, account = invitation.agent, invitation.agent.account
     in_use = _account_in_use(account)
     if caller is not None and caller.pk != account.pk:
-        raise PermissionDenied("This invitation is for another account.")
+        raise Forbidden("This invitation is for another account.")
     if in_use and caller is None:
-        raise PermissionDenied("This account already exists; accept the invitation while signed in.")
+        raise Forbidden("This account already exists; accept the invitation while signed in.")
     if password is not None:
         if in_use:
             raise field_error("password", "This account already has its credentials.")
         try:
             password_validation.validate_password(password, user=account)
         except ValidationError as exc:
-            raise BadRequest(
+            raise Invalid(
                 f"Invalid value for 'password': {' '.join(exc.messages)}", details={"password": exc.messages}
             ) from None
         account.set_password(password)

@@ -9,18 +9,21 @@ from django.core import signing
 from django.shortcuts import render
 from django.urls import path
 from django.views.decorators.http import require_http_methods
-from rest_framework.exceptions import APIException
 
+from helpdesk.api.errors import api_exception
 from helpdesk.context import EMAIL_MESSAGE, Actor, acting_as
+from helpdesk.errors import DomainError
 from templates_app import invitations, rating, reply_addresses
 from templates_app.models import Invitation
 
 TEMPLATE = "templates_app/page.html"
 
 
-def _error(request, title: str, exc: APIException | str, status: int | None = None):
-    message = exc if isinstance(exc, str) else str(exc.detail)
-    code = status or (exc.status_code if isinstance(exc, APIException) else 400)
+def _error(request, title: str, exc: DomainError | str, status: int | None = None):
+    if isinstance(exc, str):
+        message, code = exc, status or 400
+    else:  # a service's refusal: its message, with the status the API gives it
+        message, code = exc.message, status or api_exception(exc).status_code
     return render(request, TEMPLATE, {"title": title, "error": message}, status=code)
 
 
@@ -63,7 +66,7 @@ def invitation_accept_page(request):
     caller = request.user if request.user.is_authenticated else None
     try:
         agent, api_token = invitations.invitation_accept(token=token, password=password, caller=caller)
-    except APIException as exc:
+    except DomainError as exc:
         return _error(request, title, exc)
     return render(
         request,
@@ -86,7 +89,7 @@ def reply_address_verify_page(request):
             address = reply_addresses.address_from_token(token)
         else:
             address = reply_addresses.reply_address_verify(token=token)
-    except APIException as exc:
+    except DomainError as exc:
         return _error(request, title, exc)
     if request.method == "GET" and not address.verified:
         company = (address.license.settings or {}).get("companyName") or "A team"

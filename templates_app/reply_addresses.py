@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from accounts.models import License, Team
 from accounts.services import stamp_create, stamp_update
-from helpdesk.api.errors import BadRequest, field_error
+from helpdesk.errors import Invalid, field_error
 from templates_app import mail
 from templates_app.addresses import inbound_domain
 from templates_app.models import OutboundMessage, ReplyAddress
@@ -81,8 +81,8 @@ def reply_address_delete(*, address: ReplyAddress) -> None:
     address.delete()
 
 
-def _invalid() -> BadRequest:
-    return BadRequest(
+def _invalid() -> Invalid:
+    return Invalid(
         "This confirmation link is not valid.",
         code="reply_address_link_invalid",
         details={"token": ["Not a valid link."]},
@@ -97,7 +97,7 @@ def address_from_token(token: str) -> ReplyAddress:
             token, max_age=timedelta(days=settings.HELPDESK_REPLY_ADDRESS_LINK_MAX_AGE_DAYS)
         )
     except signing.SignatureExpired:
-        raise BadRequest(
+        raise Invalid(
             "This confirmation link has expired; add the address again.", code="reply_address_link_expired"
         ) from None
     except signing.BadSignature:
@@ -117,6 +117,11 @@ def reply_address_verify(*, token: str) -> ReplyAddress:
         stamp_update(address)
         address.save(update_fields=["verified_at", "updated_at", "updated_by"])
     return address
+
+
+def on_team_reply_address_chosen(sender, *, license, reply_address_id, **kwargs) -> None:
+    """Receiver of accounts.signals.team_reply_address_chosen."""
+    check_team_reply_address(license, reply_address_id)
 
 
 def check_team_reply_address(license, reply_address_id) -> None:

@@ -8,7 +8,7 @@ from django.db import transaction
 
 from accounts.models import License
 from accounts.services import stamp_create, stamp_update, transaction_bind
-from helpdesk.api.errors import Conflict
+from helpdesk.errors import Conflict
 from templates_app import mail
 from templates_app.models import TYPE_HTML, TYPE_VISUAL, OutboundMessage, Template
 from templates_app.rendering import render
@@ -86,6 +86,12 @@ def template_create_default(*, license: License) -> Template:
         type=TYPE_VISUAL,
         content={"text": DEFAULT_TEMPLATE_TEXT, "html": "", "appearance": DEFAULT_APPEARANCE},
     )
+
+
+def on_license_created(sender, *, license: License, **kwargs) -> None:
+    """Receiver of accounts.signals.license_created: a new license starts with its default template."""
+    license.default_template = template_create_default(license=license)
+    license.save(update_fields=["default_template"])
 
 
 @transaction.atomic

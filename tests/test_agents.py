@@ -4,7 +4,7 @@ import pytest
 
 from accounts import services
 from accounts.models import ROLE_OWNER, Account, Agent
-from helpdesk.api.errors import Conflict
+from helpdesk.errors import Conflict
 from tests.factories import AgentFactory, TeamFactory
 from tests.spec import ENUMS, FIELDS
 
@@ -92,7 +92,7 @@ def test_no_owner_can_make_someone_elses_account_an_active_member(
     # and neither can the service every writer (API, admin) goes through
     with pytest.raises(Conflict) as refused:
         services.agent_update(agent=Agent.objects.get(pk=agent_id), status="active")
-    assert refused.value.get_codes() == "invitation_pending"
+    assert refused.value.code == "invitation_pending"
     assert Agent.objects.get(pk=agent_id).status == "invited"
 
 

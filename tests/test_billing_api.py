@@ -297,9 +297,9 @@ def test_a_trials_coupon_discounts_the_first_charge_when_it_converts(owner):
 
 
 def test_a_trial_with_an_unknown_coupon_is_refused_naming_coupon_code(owner):
-    from helpdesk.api.errors import BadRequest
+    from helpdesk.errors import Invalid
 
-    with pytest.raises(BadRequest) as refused:
+    with pytest.raises(Invalid) as refused:
         services.subscription_start_trial(license=owner.license, plan_code="hd-team1m", coupon_code="NOPE")
     assert "couponCode" in refused.value.details
     assert not Subscription.objects.exists()

@@ -6,7 +6,7 @@ from django.test import override_settings
 from accounts import services as accounts_services
 from accounts.models import STATUS_INVITED, Agent
 from billing.models import Charge
-from helpdesk.api.errors import Conflict
+from helpdesk.errors import Conflict
 from tests.factories import AgentFactory, SubscriptionFactory
 
 
@@ -40,7 +40,7 @@ def test_invited_agents_take_no_seat_until_they_become_active(owner):
     agent = Agent.objects.get(email="agent1@example.com")
     with pytest.raises(Conflict) as refused:
         accounts_services.agent_activate(agent=agent)
-    assert refused.value.get_codes() == "seat_limit_reached"
+    assert refused.value.code == "seat_limit_reached"
     agent.refresh_from_db()
     assert agent.status == STATUS_INVITED
 

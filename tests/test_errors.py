@@ -90,3 +90,80 @@ def test_errors_stay_json_even_with_debug_on(owner):
     response = owner.client.get("/v1/nothing-here")
     assert response.status_code == 404
     assert _shape(response)["code"] == "not_found"
+
+
+def _old_unavailable():
+    # What billing raised before the domain errors: a 409 subclass answering 503, with Retry-After.
+    from helpdesk.api import errors as api
+
+    class PaymentGatewayUnavailable(api.Conflict):
+        status_code = 503
+        default_code = "payment_gateway_unavailable"
+
+    exc = PaymentGatewayUnavailable("The payment provider did not answer.")
+    exc.wait = 30
+    return exc
+
+
+def _with_wait(exc, wait):
+    exc.wait = wait
+    return exc
+
+
+def _pairs():
+    from rest_framework import exceptions
+
+    from helpdesk import errors as domain
+    from helpdesk.api import errors as api
+
+    details = {"transactionID": ["Not in this license."]}
+    return [
+        (
+            domain.Invalid("Bad.", code="x_invalid", details=details),
+            api.BadRequest("Bad.", "x_invalid", details),
+        ),
+        (
+            domain.field_error("email", "Taken.", code="unique"),
+            api.field_error("email", "Taken.", code="unique"),
+        ),
+        (domain.Forbidden("Not yours."), exceptions.PermissionDenied("Not yours.")),
+        (domain.Forbidden(), exceptions.PermissionDenied()),
+        (domain.NotFound(), exceptions.NotFound()),
+        (domain.Conflict(), api.Conflict()),
+        (
+            domain.Conflict("Busy.", code="charge_in_progress", retry_after=1),
+            _with_wait(api.Conflict("Busy.", code="charge_in_progress"), 1),
+        ),
+        (
+            domain.Conflict("Last owner.", code="last_owner", details={"status": ["No."]}),
+            api.Conflict("Last owner.", code="last_owner", details={"status": ["No."]}),
+        ),
+        (domain.PaymentRequired("Declined.", code="card_declined"), api.PaymentRequired("Declined.")),
+        (
+            domain.TooLarge("Full.", code="license_storage_full"),
+            api.PayloadTooLarge("Full.", "license_storage_full"),
+        ),
+        (
+            domain.Unavailable(
+                "The payment provider did not answer.", code="payment_gateway_unavailable", retry_after=30
+            ),
+            _old_unavailable(),
+        ),
+    ]
+
+
+@pytest.mark.parametrize("index", range(11))
+def test_a_domain_error_leaves_as_the_http_error_it_replaced(index, db):
+    # given: a service's refusal, and the HTTP exception the service used to raise for it
+    from helpdesk.api.errors import exception_handler
+
+    refusal, before = _pairs()[index]
+    # when
+    mapped, expected = exception_handler(refusal, {}), exception_handler(before, {})
+    # then: the same status, body and headers
+    assert (mapped.status_code, mapped.data, dict(mapped.items())) == (
+        expected.status_code,
+        expected.data,
+        dict(expected.items()),
+    )
+    assert set(mapped.data) == {"error", "code", "details"}

@@ -229,10 +229,10 @@ def test_a_rating_is_an_event_and_the_tickets_rating(owner):
 
 
 def test_a_bad_rating_is_refused_and_writes_nothing(owner):
-    from rest_framework.exceptions import APIException
+    from helpdesk.errors import DomainError
 
     ticket = TicketFactory(license=owner.license)
-    with pytest.raises(APIException):
+    with pytest.raises(DomainError):
         services.ticket_rate(ticket=ticket, score="great")
     assert not TicketEvent.objects.filter(ticket=ticket, type="rating").exists()
 

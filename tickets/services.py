@@ -21,9 +21,9 @@ from django.utils import timezone
 
 from accounts.models import Agent, Attachment, AttachmentTransaction, License, Team
 from accounts.services import same_license, stamp_create, stamp_update, transaction_bind
-from helpdesk.api.errors import Conflict, PayloadTooLarge, field_error
-from helpdesk.api.renderers import iso
 from helpdesk.context import current_actor
+from helpdesk.errors import Conflict, TooLarge, field_error
+from helpdesk.timestamps import iso
 from tickets import autoassign, counts, search
 from tickets.events import History, acting_agent, acting_author, assignment_side
 from tickets.models import RATINGS, READ_ONLY_SILOS, Message, Tag, Ticket, TicketTeam
@@ -509,7 +509,7 @@ def _check_upload_quotas(txn: AttachmentTransaction, files) -> None:
     """
     max_files = settings.UPLOAD_MAX_FILES_PER_TRANSACTION
     if max_files and txn.attachments.count() + len(files) > max_files:
-        raise PayloadTooLarge(
+        raise TooLarge(
             f"A transaction holds at most {max_files} files; start a new transaction for more.",
             code="transaction_file_limit",
         )
@@ -523,7 +523,7 @@ def _check_upload_quotas(txn: AttachmentTransaction, files) -> None:
             )
     used = Attachment.objects.filter(license_id=txn.license_id).aggregate(total=Sum("size"))["total"] or 0
     if used + sum(upload.size for upload in files) > max_bytes:
-        raise PayloadTooLarge(
+        raise TooLarge(
             f"The license's attachment storage is full ({used} of {max_bytes} bytes used); "
             "delete old tickets or ask the operator to raise UPLOAD_MAX_LICENSE_BYTES.",
             code="license_storage_full",

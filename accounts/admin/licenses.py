@@ -1,18 +1,17 @@
-"""Licenses: typed fields for the settings, the defaults chosen among the license's own teams and templates."""
+"""Licenses: typed fields for the settings, the defaults chosen among the license's own teams and templates.
+
+The billing app registers its subclass in place of this one (billing/admin.py: the Subscription section), so
+that accounts never depends on it."""
 
 from __future__ import annotations
 
 from django import forms
 from django.contrib import admin
-from django.urls import reverse
-from django.utils.html import format_html
 
 from accounts import services
 from accounts.admin.display import key_values
 from accounts.admin.tenancy import LicenseScopedAdmin
 from accounts.models import License
-from billing.selectors import license_subscriptions, seat_limit
-from billing.services import active_agent_count
 
 
 class LicenseAddForm(forms.ModelForm):
@@ -87,7 +86,7 @@ class LicenseAdmin(LicenseScopedAdmin):
     ordering = ("-created_at",)
     autocomplete_fields = ("default_team", "default_template")
     readonly_fields = (
-        "subscription_display", "seats_display", "flags_display", "source_display", "detected_languages",
+        "flags_display", "source_display", "detected_languages",
         "created_at", "created_by", "created_by_type", "updated_at", "updated_by",
     )  # fmt: skip
     service_field_names = {"defaultTeamID": "default_team", "defaultTemplateID": "default_template"}
@@ -101,7 +100,6 @@ class LicenseAdmin(LicenseScopedAdmin):
             return ((None, {"fields": ("owner_email", "company_name")}),)
         return (
             (None, {"fields": ("default_team", "default_template")}),
-            ("Subscription", {"fields": ("subscription_display", "seats_display")}),
             ("Settings", {"fields": tuple(SETTINGS_KEYS)}),
             ("Flags and source", {"fields": ("flags_display", "source_display", "detected_languages")}),
             (
@@ -119,26 +117,6 @@ class LicenseAdmin(LicenseScopedAdmin):
     @admin.display(description="company", ordering="id")
     def company(self, obj):
         return (obj.settings or {}).get("companyName") or "—"
-
-    @admin.display(description="subscription")
-    def subscription_display(self, obj):
-        subscription = license_subscriptions([obj.pk]).get(obj.pk)
-        if subscription is None:
-            return "none (trial allowance)"
-        return format_html(
-            '<a href="{}">{} × {}, {}</a>{}',
-            reverse("admin:billing_subscription_change", args=[subscription.pk]),
-            subscription.plan_code,
-            subscription.quantity,
-            subscription.state,
-            f" until {subscription.current_period_ends_at:%Y-%m-%d}"
-            if subscription.current_period_ends_at
-            else "",
-        )
-
-    @admin.display(description="seats in use")
-    def seats_display(self, obj):
-        return f"{active_agent_count(obj)} of {seat_limit(obj)} (active agents of the paid seats)"
 
     @admin.display(description="flags")
     def flags_display(self, obj):

@@ -19,8 +19,11 @@ from django.http import HttpResponseRedirect
 from rest_framework.exceptions import APIException
 from rest_framework.exceptions import ValidationError as DrfValidationError
 
+from helpdesk.api.errors import api_exception
+from helpdesk.errors import DomainError
+
 # IntegrityError: a constraint the service could not check first (a concurrent write); ProtectedError is one
-SERVICE_ERRORS = (APIException, DjangoValidationError, IntegrityError)
+SERVICE_ERRORS = (DomainError, APIException, DjangoValidationError, IntegrityError)
 
 
 def error_messages(exc) -> dict[str | None, list[str]]:
@@ -31,6 +34,8 @@ def error_messages(exc) -> dict[str | None, list[str]]:
         }
     if isinstance(exc, DjangoValidationError):
         return exc.message_dict if hasattr(exc, "error_dict") else {None: list(exc.messages)}
+    if isinstance(exc, DomainError):
+        exc = api_exception(exc)
     details = exc.detail if isinstance(exc, DrfValidationError) else getattr(exc, "details", None)
     if isinstance(details, dict) and details and all(isinstance(v, list) for v in details.values()):
         return {

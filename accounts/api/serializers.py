@@ -2,9 +2,9 @@
 
 from rest_framework import serializers
 
+from accounts.api.extensions import ExtensibleSerializer
 from accounts.attachments import attachment_url
 from accounts.models import LICENSE_SOURCE_FIELDS, ROLES, STATUS_ACTIVE, STATUS_INVITED, Agent, Team
-from billing.plans import PLAN_CODES
 from helpdesk.api.fields import (
     JSONArrayField,
     StrictBooleanField,
@@ -58,20 +58,11 @@ class LicenseFlagsSerializer(serializers.Serializer):
 class LicenseListSerializer(serializers.ListSerializer):
     def to_representation(self, data):
         licenses = list(data.all() if hasattr(data, "all") else data)
-        _attach_subscriptions(licenses)
+        self.child.load(licenses)  # the registered fields' data, for the whole list at once
         return super().to_representation(licenses)
 
 
-def _attach_subscriptions(licenses) -> None:
-    """Each license's subscription from billing, for all of them in one query."""
-    from billing.selectors import license_subscriptions  # lazy: billing builds on accounts
-
-    found = license_subscriptions([license.pk for license in licenses])
-    for license in licenses:
-        license._subscription = found.get(license.pk)
-
-
-class LicenseSerializer(StampedOutputSerializer):
+class LicenseSerializer(ExtensibleSerializer, StampedOutputSerializer):
     ID = serializers.IntegerField(source="pk", read_only=True)
     defaultTeamID = serializers.UUIDField(source="default_team_id", read_only=True)
     defaultTemplateID = serializers.UUIDField(source="default_template_id", read_only=True, allow_null=True)
@@ -81,27 +72,14 @@ class LicenseSerializer(StampedOutputSerializer):
     detectedLanguages = serializers.ListField(
         source="detected_languages", child=serializers.CharField(), read_only=True
     )
-    # Ours: the license's current subscription (subscriptionID, state, planCode, quantity, currentPeriodEndsAt) or null.
-    subscription = serializers.SerializerMethodField()
 
     class Meta:
         fields = [
             "ID", "createdAt", "createdBy", "createdByType", "updatedAt", "updatedBy", "defaultTeamID",
-            "defaultTemplateID", "flags", "settings", "source", "detectedLanguages", "subscription",
+            "defaultTemplateID", "flags", "settings", "source", "detectedLanguages",
+            "subscription",  # ours, supplied by billing: the current subscription or null
         ]  # fmt: skip
         list_serializer_class = LicenseListSerializer
-
-    def get_fields(self):
-        fields = super().get_fields()
-        return {name: fields[name] for name in self.Meta.fields}
-
-    def get_subscription(self, license) -> dict | None:
-        from billing.api.serializers import LicenseSubscriptionSerializer
-
-        if not hasattr(license, "_subscription"):
-            _attach_subscriptions([license])
-        subscription = license._subscription
-        return LicenseSubscriptionSerializer(subscription).data if subscription is not None else None
 
 
 class TeamSettingsSerializer(StrictSerializer):
@@ -221,16 +199,19 @@ def licensed_ids(queryset, **kwargs):
     return StrictListField(child=LicensedPrimaryKeyField(queryset=queryset), unique=True, **kwargs)
 
 
+def _templates():
+    """The templates (templates_app's model, reached through the foreign key: accounts does not import it)."""
+    return Team._meta.get_field("template").related_model.objects
+
+
 class LicenseUpdateSerializer(StrictSerializer):
     defaultTeamID = LicensedPrimaryKeyField(queryset=Team.objects, source="default_team", required=False)
     defaultTemplateID = LicensedPrimaryKeyField(queryset=None, source="default_template", required=False)
     settings = LicenseSettingsSerializer(required=False)
 
     def __init__(self, *args, **kwargs):
-        from templates_app.models import Template
-
         super().__init__(*args, **kwargs)
-        self.fields["defaultTemplateID"].queryset = Template.objects
+        self.fields["defaultTemplateID"].queryset = _templates()
 
 
 class SignatureInputSerializer(StrictSerializer):
@@ -296,10 +277,8 @@ class TeamWriteSerializer(StrictSerializer):
     autoassignmentAgentIDs = licensed_ids(Agent.objects, source="autoassignment_agents", required=False)
 
     def __init__(self, *args, **kwargs):
-        from templates_app.models import Template
-
         super().__init__(*args, **kwargs)
-        self.fields["templateID"].queryset = Template.objects
+        self.fields["templateID"].queryset = _templates()
 
 
 class TeamCreateSerializer(TeamWriteSerializer):
@@ -313,10 +292,8 @@ class TeamBulkFieldsSerializer(StrictSerializer):
     templateID = LicensedPrimaryKeyField(queryset=None, required=False, allow_null=True, source="template")
 
     def __init__(self, *args, **kwargs):
-        from templates_app.models import Template
-
         super().__init__(*args, **kwargs)
-        self.fields["templateID"].queryset = Template.objects
+        self.fields["templateID"].queryset = _templates()
 
 
 class TeamBulkUpdateSerializer(StrictSerializer):
@@ -335,11 +312,9 @@ class TokenSerializer(serializers.Serializer):
     lastUsedAt = TimestampField(source="last_used_at", allow_null=True)
 
 
-class LicenseCreateSerializer(StrictSerializer):
-    planCode = serializers.ChoiceField(choices=PLAN_CODES, source="plan_code")
-    couponCode = StrictCharField(required=False, allow_blank=True, max_length=100, source="coupon_code")
+class LicenseCreateSerializer(ExtensibleSerializer, StrictSerializer):
     source = LicenseSourceSerializer(required=False)
 
-
-class ForwardingInstructionsSerializer(StrictSerializer):
-    email = StrictEmailField()
+    class Meta:
+        # planCode and couponCode are billing's (the trial it starts): it supplies them at ready().
+        fields = ["planCode", "couponCode", "source"]

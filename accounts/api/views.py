@@ -3,7 +3,6 @@
 from django.db.models import Prefetch
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
-from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.response import Response
 
@@ -15,7 +14,6 @@ from accounts.api.serializers import (
     AgentDocSerializer,
     AgentSerializer,
     AgentWriteSerializer,
-    ForwardingInstructionsSerializer,
     LicenseCreateSerializer,
     LicenseSerializer,
     LicenseUpdateSerializer,
@@ -30,13 +28,12 @@ from helpdesk.api.permissions import EVERYONE, OWNERS, WRITERS
 from helpdesk.api.tenancy import LicenseScopedViewSet
 
 
-class LicenseViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
-    """A license is the tenant itself: an agent sees the licenses it is an active member of."""
-
+class LicenseViewSetBase(viewsets.GenericViewSet):
+    # The base of the views on /v1/licenses, here and in the apps that add actions to a license (the e-mail
+    # app's forwardingInstructions). Their docstrings are the schema's description of their operations.
     serializer_class = LicenseSerializer
     lookup_url_kwarg = "licenseID"
     lookup_value_regex = "[^/]+"
-    roles = {"partial_update": OWNERS, "forwarding_instructions": OWNERS}
 
     def get_queryset(self):
         return License.objects.filter(
@@ -52,6 +49,12 @@ class LicenseViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     @property
     def license_required(self):
         return self.action not in ("list", "create")
+
+
+class LicenseViewSet(mixins.ListModelMixin, LicenseViewSetBase):
+    """A license is the tenant itself: an agent sees the licenses it is an active member of."""
+
+    roles = {"partial_update": OWNERS}
 
     def retrieve(self, request, licenseID=None):
         return Response(LicenseSerializer(self.get_object()).data)
@@ -70,22 +73,6 @@ class LicenseViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         )
         return Response(LicenseSerializer(license).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(request=ForwardingInstructionsSerializer, responses=str)
-    @action(detail=True, methods=["post"], url_path="forwardingInstructions")
-    def forwarding_instructions(self, request, **kwargs):
-        from templates_app.forwarding import forwarding_instructions_send
-
-        license = self.get_object()
-        serializer = ForwardingInstructionsSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        confirmation = forwarding_instructions_send(
-            license=license,
-            email=serializer.validated_data["email"],
-            agent=request.agent,
-            request_key=request.headers.get("Idempotency-Key", "")[:100] or None,
-        )
-        return Response(confirmation)
-
     @extend_schema(request=LicenseUpdateSerializer, responses=LicenseSerializer)
     def partial_update(self, request, licenseID=None):
         license = self.get_object()
@@ -103,12 +90,16 @@ def _agent_queryset():
     ).order_by("created_at", "id")
 
 
-class AgentViewSet(
-    mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin, LicenseScopedViewSet
-):
+class AgentViewSetBase(LicenseScopedViewSet):
+    # The base of the views on /v1/agents, here and in the apps that add actions to an agent (invite).
     queryset = _agent_queryset()
     serializer_class = AgentSerializer
     lookup_url_kwarg = "agentID"
+
+
+class AgentViewSet(
+    mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin, AgentViewSetBase
+):
     roles = {"partial_update": WRITERS}  # normal agents: own profile only, checked below
 
     @extend_schema(request=AgentCreateSerializer, responses={201: AgentSerializer})
@@ -152,16 +143,6 @@ class AgentViewSet(
 
     def perform_destroy(self, instance):
         services.agent_delete(agent=instance)
-
-    @extend_schema(request=None, responses=AgentSerializer)
-    @action(detail=True, methods=["post"])
-    def invite(self, request, **kwargs):
-        """Send the invitation again (a new link; earlier links stop working)."""
-        from templates_app.invitations import agent_reinvite
-
-        agent = self.get_object()
-        agent_reinvite(agent=agent)
-        return Response(AgentSerializer(self.get_queryset().get(pk=agent.pk)).data)
 
 
 class TeamViewSet(

@@ -14,7 +14,7 @@ from accounts.oauth import cors
 from accounts.oauth import scopes as scope_grammar
 from accounts.oauth.models import LicenseApp
 from accounts.services import stamp_create, stamp_update
-from helpdesk.api.errors import field_error
+from helpdesk.errors import field_error
 
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "[::1]", "::1"}
 CLIENT_TYPES = ("confidential", "public")

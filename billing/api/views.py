@@ -16,8 +16,10 @@ from billing.api.serializers import (
 )
 from billing.filters import SubscriptionFilterSet
 from billing.models import Subscription
+from helpdesk.api.errors import api_exception
 from helpdesk.api.permissions import OWNERS
 from helpdesk.api.tenancy import LicenseScopedViewSet
+from helpdesk.errors import DomainError
 
 IDEMPOTENCY_KEY = OpenApiParameter(
     "Idempotency-Key",
@@ -50,7 +52,8 @@ class SubscriptionViewSet(mixins.ListModelMixin, LicenseScopedViewSet):
             return started
         try:
             response = handler(started)
-        except APIException as exc:
+        except (APIException, DomainError) as exc:
+            exc = api_exception(exc) if isinstance(exc, DomainError) else exc
             code = exc.get_codes() if isinstance(exc.get_codes(), str) else None
             idempotency.settle(started, exc.status_code, idempotency.exception_body(exc), code)
             raise

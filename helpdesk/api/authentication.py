@@ -21,18 +21,14 @@ from django.db import connection
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 
+from accounts.tokens import MIN_SCOPE, hash_token
 from helpdesk.context import API, update_actor
 from helpdesk.logs import bind as bind_log_context
 
-MIN_SCOPE = "accounts--my:ro"
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 FAILURE_WINDOW_SECONDS = 60
 _INVALID = "Invalid credentials."
 MAX_LICENSE_ID = 2**63 - 1  # the primary key is a bigint
-
-
-def hash_token(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
 
 
 def _canonical_account_id(account_hint: str) -> uuid.UUID | None:

@@ -19,6 +19,7 @@ from django.http import Http404, HttpResponse, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
+from helpdesk import errors as domain
 from helpdesk.api import ratelimit
 from helpdesk.logs import current_request_id
 
@@ -59,8 +60,36 @@ class BadRequest(exceptions.APIException):
         self.details = details
 
 
+class ServiceUnavailable(exceptions.APIException):
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_detail = "A service this operation depends on is unavailable; retry shortly."
+    default_code = "unavailable"
+
+
 def field_error(field: str, message: str, code: str = "invalid") -> BadRequest:
     return BadRequest(f"Invalid value for '{field}': {message}", code=code, details={field: [message]})
+
+
+# Each kind of domain error (helpdesk.errors, raised by the services) and the HTTP exception it leaves as.
+_DOMAIN_ERRORS = (
+    (domain.Invalid, BadRequest),
+    (domain.Forbidden, exceptions.PermissionDenied),
+    (domain.NotFound, exceptions.NotFound),
+    (domain.Conflict, Conflict),
+    (domain.PaymentRequired, PaymentRequired),
+    (domain.TooLarge, PayloadTooLarge),
+    (domain.Unavailable, ServiceUnavailable),
+)
+
+
+def api_exception(exc: domain.DomainError) -> exceptions.APIException:
+    """The HTTP exception for a service's refusal: its status, with the error's message, code and details."""
+    http_class = next((http for kind, http in _DOMAIN_ERRORS if isinstance(exc, kind)), BadRequest)
+    api = http_class(exc.message, code=exc.code)
+    api.details = exc.details
+    if exc.retry_after is not None:
+        api.wait = exc.retry_after
+    return api
 
 
 _CODES = {
@@ -128,7 +157,9 @@ def _plain(details):
 
 
 def exception_handler(exc, context):
-    if isinstance(exc, Http404):
+    if isinstance(exc, domain.DomainError):
+        exc = api_exception(exc)
+    elif isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, PermissionDenied):
         exc = exceptions.PermissionDenied()

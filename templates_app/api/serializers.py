@@ -168,3 +168,7 @@ class SendTestMessageSerializer(PreviewSerializer):
 class RenderedSerializer(serializers.Serializer):
     text = serializers.CharField()
     html = serializers.CharField()
+
+
+class ForwardingInstructionsSerializer(StrictSerializer):
+    email = StrictEmailField()

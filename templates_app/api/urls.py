@@ -1,6 +1,7 @@
 from django.urls import path
 
 from helpdesk.api.routers import ApiRouter
+from templates_app.api.account_actions import AgentInvitationViewSet, LicenseForwardingViewSet
 from templates_app.api.invitations import InvitationAcceptView
 from templates_app.api.reply_addresses import ReplyAddressViewSet
 from templates_app.api.views import TemplateViewSet
@@ -8,6 +9,9 @@ from templates_app.api.views import TemplateViewSet
 router = ApiRouter()
 router.register("templates", TemplateViewSet, basename="template")
 router.register("replyAddresses", ReplyAddressViewSet, basename="reply-address")
+# Actions on accounts' licenses and agents (same paths and names as accounts' own routes would give them).
+router.register("licenses", LicenseForwardingViewSet, basename="license")
+router.register("agents", AgentInvitationViewSet, basename="agent")
 urlpatterns = [
     path("invitations/accept", InvitationAcceptView.as_view(), name="invitation-accept"),
     *router.urls,

@@ -335,7 +335,7 @@ def inbound_message_receive(
 
 
 def _normalized_block(email: str) -> str:
-    from helpdesk.api.errors import field_error
+    from helpdesk.errors import field_error
 
     value = (email or "").strip().lower()
     local, at, domain = value.rpartition("@")
@@ -347,7 +347,7 @@ def _normalized_block(email: str) -> str:
 @transaction.atomic
 def blocked_sender_create(*, license: License, email: str) -> BlockedSender:
     from accounts.services import stamp_create
-    from helpdesk.api.errors import field_error
+    from helpdesk.errors import field_error
 
     email = _normalized_block(email)
     if BlockedSender.objects.filter(license=license, email__iexact=email).exists():

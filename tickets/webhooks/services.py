@@ -8,7 +8,7 @@ from django.db import transaction
 
 from accounts.models import License
 from accounts.services import stamp_create, stamp_update
-from helpdesk.api.errors import field_error
+from helpdesk.errors import field_error
 from tickets.webhooks import guard
 from tickets.webhooks.models import STATUS_ACTIVE, Webhook
 

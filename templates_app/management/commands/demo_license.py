@@ -1,3 +1,5 @@
+"""The demo license of `make run` (here, above accounts: its output names the license's mail address)."""
+
 import json
 import shlex
 
@@ -6,6 +8,7 @@ from django.core.management.base import BaseCommand
 from accounts import services
 from accounts.models import Account, License, PersonalAccessToken
 from helpdesk.context import HELPDESK_SYSTEM, Actor, acting_as
+from templates_app.addresses import license_address
 
 DEMO_EMAIL = "demo@helpdesk.localhost"
 DEMO_TOKEN_NAME = "demo"
@@ -59,8 +62,6 @@ class Command(BaseCommand):
         )
         license = License.objects.filter(agents__account=account).order_by("pk").first()
         if license is not None:
-            from templates_app.addresses import license_address
-
             self.stdout.write(
                 f"Its mail address (send to it through the SMTP listener below): {license_address(license.pk)}\n"
             )
