@@ -74,11 +74,11 @@ def test_the_embedded_queue_keeps_every_file_under_the_var_dir(tmp_path):
 def test_the_redis_cache_keeps_one_client_per_connection_pool():
     from django.core.cache import cache
 
-    client = cache._cache.get_client(write=True)
+    client = cache.client.get_client(write=True)
     # when
     cache.set("settings-test", {"n": 1}, 30)
     # then every operation goes through the same client, and they still work against the real server
-    assert cache._cache.get_client() is client
+    assert cache.client.get_client() is client
     assert cache.get_many(["settings-test", "missing"]) == {"settings-test": {"n": 1}}
     assert cache.add("settings-test", 2) is False
     assert client.exists(cache.make_and_validate_key("settings-test")) == 1

@@ -45,11 +45,11 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.cache import cache, caches
-from django.core.cache.backends.redis import RedisCache
 from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
+from django_redis.cache import RedisCache
 
 from accounts.models import Attachment, AttachmentTransaction
 from tickets import counts
@@ -159,7 +159,7 @@ class PurgeLock:
         backend = caches["default"]
         if isinstance(backend, RedisCache):
             key = backend.make_and_validate_key(LOCK_KEY)
-            return backend._cache.get_client(key, write=True), key
+            return backend.client.get_client(write=True), key
         return None, None
 
     def acquire(self) -> bool:
