@@ -52,6 +52,7 @@ from django.utils import timezone
 from django_redis.cache import RedisCache
 
 from accounts.models import Attachment, AttachmentTransaction
+from helpdesk.transactions import unit_of_work
 from tickets import counts
 from tickets.models import Message, Ticket, TicketEvent
 from tickets.models_purge import (
@@ -258,7 +259,7 @@ def purge_batch(run: PurgeRun, cutoff: dict[str, datetime], ids: list) -> int:
     """
     _before_batch(ids)
     started = time.monotonic()
-    with transaction.atomic():
+    with unit_of_work():
         PurgeRun.objects.filter(pk=run.pk).update(status=RUN_RUNNING)  # the write lock first, on SQLite
         locked = list(
             Ticket.objects.select_for_update(skip_locked=True)
