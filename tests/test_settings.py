@@ -128,3 +128,20 @@ def test_the_https_settings_come_from_the_environment(tmp_path):
     env["SECURE_PROXY_SSL_HEADER"] = "https"
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
     assert result.returncode != 0 and "SECURE_PROXY_SSL_HEADER must look like" in result.stderr
+
+
+def test_a_repeated_cache_error_is_logged_once_per_interval(monkeypatch, caplog):
+    """django-redis logs every ignored error; during an outage that is every cache operation of every request."""
+    import logging
+
+    from helpdesk.logs import OncePer
+
+    monkeypatch.setattr(OncePer, "last", {})
+    clock = iter([100.0, 110.0, 131.0])
+    monkeypatch.setattr("helpdesk.logs.time.monotonic", lambda: next(clock))
+    # when the same error is logged three times: at 0 s, 10 s and 31 s
+    with caplog.at_level(logging.WARNING, logger="helpdesk.cache"):
+        for _ in range(3):
+            logging.getLogger("helpdesk.cache").error("Exception ignored")
+    # then the second is dropped (within 30 s of the first), the third passes
+    assert [r.getMessage() for r in caplog.records if r.name == "helpdesk.cache"] == ["Exception ignored"] * 2

@@ -120,3 +120,9 @@ def test_a_rolled_back_bare_block_takes_its_statements_entries_with_it(license):
         team.save()
         raise RuntimeError("boom")
     assert written == []
+
+
+def test_django_is_not_patched():
+    # the unit of work wraps transaction.atomic(); Atomic itself is Django's own
+    assert transaction.Atomic.__exit__.__module__ == "django.db.transaction"
+    assert transaction.Atomic.__exit__.__qualname__ == "Atomic.__exit__"
