@@ -324,8 +324,18 @@ def flush(using: str, keys=None, state: State | None = None) -> list[AuditEntry]
 # --- receivers (connected per audited model, so other models keep Django's fast deletes) ---------------------
 
 
+def _forget_failed(instance, using) -> None:
+    """Outside a unit of work no change outlives its statement: one still pending is a failed statement's,
+    whose "before" may no longer be true."""
+    using = using or DEFAULT_DB_ALIAS
+    audited = REGISTRY.get(type(instance))
+    if audited is not None and current_unit(using) is None:
+        _state(using).pending.pop((audited.model, instance.pk), None)
+
+
 def _pre_save(sender, instance, raw=False, using=None, **kwargs):
     if not raw:
+        _forget_failed(instance, using)
         touch(instance, using)
 
 
@@ -336,6 +346,7 @@ def _post_save(sender, instance, created=False, raw=False, using=None, **kwargs)
 
 
 def _pre_delete(sender, instance, using=None, **kwargs):
+    _forget_failed(instance, using)
     touch(instance, using, full=True)
 
 

@@ -2,6 +2,7 @@
 
 import pytest
 from django.db import transaction
+from django.db.models.signals import pre_save
 
 from accounts import services
 from accounts.models import Team
@@ -126,3 +127,29 @@ def test_django_is_not_patched():
     # the unit of work wraps transaction.atomic(); Atomic itself is Django's own
     assert transaction.Atomic.__exit__.__module__ == "django.db.transaction"
     assert transaction.Atomic.__exit__.__qualname__ == "Atomic.__exit__"
+
+
+def test_outside_a_unit_a_failed_statement_leaves_no_stale_before(license):
+    # given: a save outside any unit of work that fails after the audit noted its "before" (a later pre_save
+    # receiver refuses it)
+    team = TeamFactory(license=license, name="First")
+
+    def refuse(**kwargs):
+        raise RuntimeError("the save failed")
+
+    pre_save.connect(refuse, sender=Team, dispatch_uid="refuse")
+    try:
+        with pytest.raises(RuntimeError), transaction.atomic():
+            team.name = "Never"
+            team.save()
+    finally:
+        pre_save.disconnect(sender=Team, dispatch_uid="refuse")
+    # and the team renamed meanwhile in a unit of work
+    services.team_update(team=Team.objects.get(pk=team.pk), name="Second")
+    # when it changes again outside a unit
+    with entries_written() as written:
+        team = Team.objects.get(pk=team.pk)
+        team.name = "Third"
+        team.save()
+    # then the entry's "before" is what the row held, not what the failed statement saw
+    assert written.one().changes == {"name": {"before": "Second", "after": "Third"}}
