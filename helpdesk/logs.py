@@ -91,13 +91,14 @@ class OncePer(logging.Filter):
 
     # Logger name -> when its last record passed (monotonic); shared by the instances, reset by tests.
     last: dict[str, float] = {}
+    clock = staticmethod(time.monotonic)
 
     def __init__(self, seconds: float = 30.0):
         super().__init__()
         self.seconds = seconds
 
     def filter(self, record: logging.LogRecord) -> bool:
-        now = time.monotonic()
+        now = self.clock()
         if now - self.last.get(record.name, -self.seconds) < self.seconds:
             return False
         self.last[record.name] = now

@@ -138,7 +138,7 @@ def test_a_repeated_cache_error_is_logged_once_per_interval(monkeypatch, caplog)
 
     monkeypatch.setattr(OncePer, "last", {})
     clock = iter([100.0, 110.0, 131.0])
-    monkeypatch.setattr("helpdesk.logs.time.monotonic", lambda: next(clock))
+    monkeypatch.setattr(OncePer, "clock", staticmethod(lambda: next(clock)))
     # when the same error is logged three times: at 0 s, 10 s and 31 s
     with caplog.at_level(logging.WARNING, logger="helpdesk.cache"):
         for _ in range(3):
