@@ -11,7 +11,6 @@ import secrets
 import uuid
 
 from django.conf import settings
-from django.db import transaction
 from django.utils import timezone
 
 from accounts.actors import actor_id_in
@@ -38,6 +37,7 @@ from accounts.signals import (
 from accounts.tokens import MIN_SCOPE, hash_token
 from helpdesk.context import acting_as, current_actor
 from helpdesk.errors import Conflict, field_error
+from helpdesk.transactions import unit_of_work
 from tickets import counts
 
 DEFAULT_TOKEN_SCOPES = [MIN_SCOPE, "accounts--all:rw"]
@@ -101,7 +101,7 @@ def token_revoke(*, token: PersonalAccessToken) -> PersonalAccessToken:
     return token
 
 
-@transaction.atomic
+@unit_of_work
 def transaction_bind(*, license: License, transaction_id, bound_type: str, bound_id) -> AttachmentTransaction:
     """Bind an attachment transaction to the object whose write uses it; it then serves that object only.
 
@@ -126,7 +126,7 @@ def transaction_bind(*, license: License, transaction_id, bound_type: str, bound
 # --- licenses -----------------------------------------------------------------------------------------
 
 
-@transaction.atomic
+@unit_of_work
 def license_create(
     *,
     owner_email: str,
@@ -187,7 +187,7 @@ def _license_populate(license, account, owner_id, owner_name, plan_code, coupon_
     )
 
 
-@transaction.atomic
+@unit_of_work
 def license_update(*, license: License, data: dict) -> License:
     """PATCH of a license: defaultTeamID, defaultTemplateID and settings (merged)."""
     license = License.objects.select_for_update().get(pk=license.pk)
@@ -229,7 +229,7 @@ def _check_team_name(license: License, name: str, exclude=None) -> None:
 _TEAM_FIELDS = ("name", "settings", "reply_address_id", "reply_name", "template", "integrations")
 
 
-@transaction.atomic
+@unit_of_work
 def team_create(*, license: License, name: str, autoassignment_agents=None, **fields) -> Team:
     _check_team_name(license, name)
     if fields.get("template") is not None:
@@ -261,7 +261,7 @@ def _apply_team_fields(team: Team, fields: dict) -> None:
         setattr(team, key, value)
 
 
-@transaction.atomic
+@unit_of_work
 def team_update(*, team: Team, autoassignment_agents=None, **fields) -> Team:
     license = team.license
     if "name" in fields:
@@ -282,12 +282,12 @@ def team_update(*, team: Team, autoassignment_agents=None, **fields) -> Team:
     return team
 
 
-@transaction.atomic
+@unit_of_work
 def teams_bulk_update(*, license: License, teams: list[Team], fields: dict) -> list[Team]:
     return [team_update(team=team, **fields) for team in teams]
 
 
-@transaction.atomic
+@unit_of_work
 def team_delete(*, team: Team) -> None:
     license = License.objects.select_for_update().get(pk=team.license_id)
     if license.default_team_id == team.pk:
@@ -354,7 +354,7 @@ def _ensure_seat(license: License) -> None:
     agent_activating.send(sender=Agent, license=license)
 
 
-@transaction.atomic
+@unit_of_work
 def agent_create(
     *,
     license: License,
@@ -387,7 +387,7 @@ def agent_create(
     return agent
 
 
-@transaction.atomic
+@unit_of_work
 def agent_update(
     *, agent: Agent, teams=None, autoassignment_teams=None, transaction_id=None, **fields
 ) -> Agent:
@@ -423,7 +423,7 @@ def agent_update(
     return agent
 
 
-@transaction.atomic
+@unit_of_work
 def agent_activate(*, agent: Agent) -> Agent:
     """An invited agent becomes active: only when its person accepts the invitation (templates_app.invitations)
     takes a seat (409 `seat_limit_reached` when none is free)."""
@@ -437,12 +437,12 @@ def agent_activate(*, agent: Agent) -> Agent:
     return agent
 
 
-@transaction.atomic
+@unit_of_work
 def agents_bulk_update(*, agents: list[Agent], fields: dict) -> list[Agent]:
     return [agent_update(agent=agent, **fields) for agent in agents]
 
 
-@transaction.atomic
+@unit_of_work
 def agent_delete(*, agent: Agent) -> None:
     _keep_an_owner(agent.license, agent, leaving=True)
     agent_leaving.send(sender=Agent, agent=agent, team_ids=None)  # before the row (and the FKs to it) go

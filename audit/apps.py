@@ -6,6 +6,4 @@ class AuditConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from audit import capture, registrations  # noqa: F401  (connects the receivers, registers the models)
-
-        capture.install()
+        from audit import registrations  # noqa: F401  (connects the receivers, registers the models)

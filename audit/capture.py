@@ -1,18 +1,23 @@
 """Capture: signal receivers collect the changes of audited objects; one entry per changed object is written
-just before the outermost atomic block closes, inside the same transaction.
+just before the unit of work (helpdesk.transactions) commits, inside the same transaction.
 
 Why deferred: one logical change fires several signals (a PATCH saves the agent and then sets two m2m
 relations; `license_create` saves the license twice), and they must become exactly one entry. So the first
 signal for an object in a transaction snapshots its state before the change (its fields, read from the
 database with the row locked; a relation when it first changes), and at the end of the outermost atomic
-block the object's state is read again: the difference is the entry (`create` when there was no row before, `delete` when there is none after,
+unit of work the object's state is read again: the difference is the entry (`create` when there was no row before, `delete` when there is none after,
 `update` when a field differs, nothing when nothing differs). Reading the "after" state from the database
 also makes rolled-back savepoints come out right without tracking them.
 
-Django has no pre-commit hook, so `install()` wraps `Atomic.__exit__`: on the successful exit of the
-outermost block (a test case's wrapping blocks do not count, the same rule Django applies to `durable`) it
-writes the pending entries before the commit; on an exception it drops them with the rollback. A change
-made outside any atomic block (autocommit) is written right after its statement.
+The services, the admin's views and the other write paths run in `unit_of_work()`: the first change of a
+unit registers `flush` with `before_commit()`, which writes the entries just before the commit; on an
+exception the unit drops them with the rollback.
+
+Outside a unit of work (a test's setup, a shell, a write path that forgot its unit) nothing can wait for the
+commit, so nothing waits: each statement's entry is written right after it, in the transaction the statement
+runs in (its own in autocommit). An entry is never lost that way, but a logical change of several statements
+(a save and then its relations) gives several entries: the tests that walk every write path count them, and
+catch a path without its unit.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import dataclasses
 import datetime
 import decimal
 import json
+import threading
 import uuid
 
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
@@ -31,6 +37,7 @@ from accounts.actors import actor_id_in
 from audit.models import ACTION_CREATE, ACTION_DELETE, ACTION_UPDATE, AuditEntry
 from audit.registry import M2M_INDEX, REDACTED, REGISTRY, Audited
 from helpdesk.context import PERSON_TYPES, Actor, current_actor
+from helpdesk.transactions import before_commit, current_unit
 
 
 def jsonable(value):
@@ -109,6 +116,7 @@ class Pending:
     pk: object
     before: Snapshot
     actor: Actor  # who made the first change (the whole entry is theirs)
+    deleting: bool = False  # snapshotted for a deletion (outside a unit: written after its own delete only)
 
 
 def record_within(instance, *, owner, name: str, using: str | None = None) -> None:
@@ -118,21 +126,31 @@ def record_within(instance, *, owner, name: str, using: str | None = None) -> No
     audited, owner_audited = REGISTRY.get(type(instance)), REGISTRY.get(type(owner))
     if audited is None or owner_audited is None:
         return
-    connection = connections[using or DEFAULT_DB_ALIAS]
-    if not hasattr(connection, "audit_within"):
-        connection.audit_within = {}
-    connection.audit_within[(audited.model, instance.pk)] = ((owner_audited.model, owner.pk), name)
+    owner_key = (owner_audited.model, owner.pk)
+    _state(using or DEFAULT_DB_ALIAS).within[(audited.model, instance.pk)] = (owner_key, name)
 
 
-def _state(connection) -> dict:
-    # Per connection, hence per thread: {(model, pk): Pending}, in order of first change.
-    if not hasattr(connection, "audit_pending"):
-        connection.audit_pending = {}
-    return connection.audit_pending
+@dataclasses.dataclass
+class State:
+    # {(model, pk): Pending}, in order of first change
+    pending: dict = dataclasses.field(default_factory=dict)
+    within: dict = dataclasses.field(default_factory=dict)  # record_within's {(model, pk): (owner key, name)}
 
 
-def _in_logical_block(connection) -> bool:
-    return any(not getattr(block, "_from_testcase", False) for block in connection.atomic_blocks)
+_outside = threading.local()  # per thread (as connections are): {alias: State} of changes outside any unit
+
+
+def _state(using: str) -> State:
+    """The current unit of work's state (its flush registered with the unit on first use), else the state of
+    the statements made outside any unit."""
+    unit = current_unit(using)
+    if unit is None:
+        return _outside.__dict__.setdefault(using, State())
+    state = unit.state.get("audit")
+    if state is None:
+        state = unit.state["audit"] = State()
+        before_commit(lambda: flush(using), using)
+    return state
 
 
 def touch(
@@ -153,7 +171,7 @@ def touch(
     if audited is None or instance.pk is None:
         return
     connection = connections[using or DEFAULT_DB_ALIAS]
-    pending = _state(connection)
+    pending = _state(connection.alias).pending
     key = (audited.model, instance.pk)
     if key in pending:
         before = pending[key].before
@@ -167,15 +185,24 @@ def touch(
     lock = connection.in_atomic_block and connection.features.has_select_for_update
     existing = None if created else _load(audited, [instance.pk], lock=lock).get(instance.pk)
     before = _snapshot(audited, existing, None if full else [accessor] if accessor else [])
-    pending[key] = Pending(audited, instance.pk, before, current_actor())
+    pending[key] = Pending(audited, instance.pk, before, current_actor(), deleting=full)
 
 
-def changed(using: str | None = None) -> None:
-    """After a statement: outside any atomic block (autocommit), write now."""
-    connection = connections[using or DEFAULT_DB_ALIAS]
-    if not _in_logical_block(connection):
-        with transaction.atomic(using=connection.alias):
-            flush(connection)
+def changed(using: str | None = None, instance=None) -> None:
+    """After a statement: outside any unit of work, write its entries now (`instance`: the saved or deleted
+    object; None after a relation changed: every pending object but those snapshotted for their deletion)."""
+    using = using or DEFAULT_DB_ALIAS
+    if current_unit(using) is not None:
+        return
+    state = _state(using)
+    if instance is not None:
+        audited = REGISTRY.get(type(instance))
+        keys = [(audited.model, instance.pk)] if audited is not None else []
+    else:
+        keys = [key for key, item in state.pending.items() if not item.deleting]
+    if keys:
+        with transaction.atomic(using=using):
+            flush(using, keys, state)
 
 
 def _diff(audited: Audited, before: Snapshot, after: Snapshot) -> dict:
@@ -272,12 +299,19 @@ def _entries(
     return [entry for index, entry in enumerate(entries) if index not in folded]
 
 
-def flush(connection) -> list[AuditEntry]:
+def flush(using: str, keys=None, state: State | None = None) -> list[AuditEntry]:
+    """Write the entries of the pending changes, in the current transaction: by default all of the current
+    unit of work's (its before-commit callback), else those of `keys` in `state` (outside any unit)."""
     from audit.chain import append
 
-    pending = list(_state(connection).values())
-    within = getattr(connection, "audit_within", {})
-    connection.audit_pending, connection.audit_within = {}, {}
+    if state is None:
+        unit = current_unit(using)
+        state = unit.state.pop("audit", None) if unit is not None else None
+        if state is None:
+            return []
+    keys = list(state.pending) if keys is None else [key for key in keys if key in state.pending]
+    pending = [state.pending.pop(key) for key in keys]
+    within = {key: state.within.pop(key) for key in keys if key in state.within}
     if not pending:
         return []
     recorded: list[Change] = []
@@ -287,30 +321,37 @@ def flush(connection) -> list[AuditEntry]:
     return written
 
 
-def discard(connection) -> None:
-    connection.audit_pending, connection.audit_within = {}, {}
-
-
 # --- receivers (connected per audited model, so other models keep Django's fast deletes) ---------------------
+
+
+def _forget_failed(instance, using) -> None:
+    """Outside a unit of work no change outlives its statement: one still pending is a failed statement's,
+    whose "before" may no longer be true."""
+    using = using or DEFAULT_DB_ALIAS
+    audited = REGISTRY.get(type(instance))
+    if audited is not None and current_unit(using) is None:
+        _state(using).pending.pop((audited.model, instance.pk), None)
 
 
 def _pre_save(sender, instance, raw=False, using=None, **kwargs):
     if not raw:
+        _forget_failed(instance, using)
         touch(instance, using)
 
 
 def _post_save(sender, instance, created=False, raw=False, using=None, **kwargs):
     if not raw:
         touch(instance, using, created=created)
-        changed(using)
+        changed(using, instance)
 
 
 def _pre_delete(sender, instance, using=None, **kwargs):
+    _forget_failed(instance, using)
     touch(instance, using, full=True)
 
 
 def _post_delete(sender, instance, using=None, **kwargs):
-    changed(using)
+    changed(using, instance)
 
 
 def _m2m_changed(sender, instance, action, reverse, model, pk_set, using=None, **kwargs):
@@ -354,41 +395,3 @@ def watch(audited: Audited) -> None:
         m2m_changed.connect(
             _m2m_changed, sender=through, weak=False, dispatch_uid=f"audit_m2m_{through._meta.label_lower}"
         )
-
-
-# --- the pre-commit hook ----------------------------------------------------------------------------------
-
-
-def install() -> None:
-    """Wrap `Atomic.__exit__` once so the outermost block writes its pending entries before it commits."""
-    atomic_class = transaction.Atomic
-    if getattr(atomic_class, "_audit_installed", False):
-        return
-    original_exit = atomic_class.__exit__
-
-    def __exit__(self, exc_type, exc_value, traceback):
-        connection = transaction.get_connection(self.using)
-        outermost = (
-            not getattr(self, "_from_testcase", False)
-            and connection.atomic_blocks
-            and connection.atomic_blocks[-1] is self
-            and not _in_logical_block_below(connection)
-        )
-        if outermost and getattr(connection, "audit_pending", None):
-            if exc_type is None and not connection.needs_rollback:
-                try:
-                    flush(connection)
-                except Exception as error:  # roll the change back with its entry
-                    discard(connection)
-                    original_exit(self, type(error), error, error.__traceback__)
-                    raise
-            else:
-                discard(connection)
-        return original_exit(self, exc_type, exc_value, traceback)
-
-    atomic_class.__exit__ = __exit__
-    atomic_class._audit_installed = True
-
-
-def _in_logical_block_below(connection) -> bool:
-    return any(not getattr(block, "_from_testcase", False) for block in connection.atomic_blocks[:-1])

@@ -29,7 +29,7 @@ import datetime
 import uuid
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError
 from django.db.models import Q
 from django.utils import timezone
 
@@ -59,6 +59,7 @@ from billing.models import (
 from billing.plans import PLANS, Plan, get_coupon, get_plan
 from helpdesk.errors import Conflict, PaymentRequired, Unavailable
 from helpdesk.timestamps import iso
+from helpdesk.transactions import unit_of_work
 
 
 class PaymentGatewayUnavailable(Unavailable):
@@ -263,7 +264,7 @@ def _apply_unpaid(subscription: Subscription, charge: Charge, now) -> None:
 
 def _complete_charge(charge_id, result: GatewayResult) -> tuple[Subscription, Charge]:
     """Step 3: record the gateway's answer and apply what it paid for, once."""
-    with transaction.atomic():
+    with unit_of_work():
         charge = Charge.objects.select_for_update().get(pk=charge_id)
         subscription = Subscription.objects.select_for_update().get(pk=charge.subscription_id)
         if charge.status != INTENT:
@@ -322,7 +323,7 @@ def subscription_start_trial(
     coupon = get_coupon(coupon_code)
     now = timezone.now()
     ends_at = now + datetime.timedelta(days=settings.BILLING_TRIAL_DAYS)
-    with transaction.atomic():
+    with unit_of_work():
         _lock_license(license)
         if _current_subscription(license) is not None:
             raise Conflict("The license already has a subscription.", code="subscription_exists")
@@ -368,7 +369,7 @@ def subscription_create(
     """Charge `quantity × unit × months` (less the coupon), then activate. A running trial is replaced."""
     plan, coupon = get_plan(plan_code), get_coupon(coupon_code)
     now = timezone.now()
-    with transaction.atomic():
+    with unit_of_work():
         _lock_license(license)
         current = _current_subscription(license)
         if current is not None and not current.is_trial:
@@ -425,7 +426,7 @@ def subscription_update(
     """
     plan = get_plan(plan_code) if plan_code is not None else None
     coupon = get_coupon(coupon_code)
-    with transaction.atomic():
+    with unit_of_work():
         license = _lock_license(subscription.license)
         subscription = Subscription.objects.select_for_update().get(pk=subscription.pk)
         _refuse_if_busy(subscription)
@@ -481,7 +482,7 @@ def subscription_update(
     return _charge_now(charge)
 
 
-@transaction.atomic
+@unit_of_work
 def subscription_cancel(
     *, subscription: Subscription, request: IdempotencyRecord | None = None
 ) -> Subscription:
@@ -505,7 +506,7 @@ def subscription_reactivate(
     *, subscription: Subscription, request: IdempotencyRecord | None = None
 ) -> Subscription:
     """Canceled and still in its period: active again, no charge. Expired: a new period, charged in full."""
-    with transaction.atomic():
+    with unit_of_work():
         license = _lock_license(subscription.license)
         subscription = Subscription.objects.select_for_update().get(pk=subscription.pk)
         _refuse_if_busy(subscription)
@@ -546,7 +547,7 @@ def subscription_reactivate(
 def subscription_renew(*, subscription_id) -> Subscription | None:
     """At the period's end: renew an active subscription with one charge (pending reductions apply now);
     expire a canceled one or a trial. A declined renewal expires the subscription. Safe to run twice."""
-    with transaction.atomic():
+    with unit_of_work():
         subscription = Subscription.objects.select_for_update().filter(pk=subscription_id).first()
         now = timezone.now()
         if (
@@ -568,7 +569,7 @@ def subscription_renew(*, subscription_id) -> Subscription | None:
         period_started_at = subscription.current_period_ends_at
         key = _gateway_key(subscription.license, "renewal", subscription.pk, iso(period_started_at))
         try:
-            with transaction.atomic():
+            with unit_of_work():
                 charge = _record_intent(
                     subscription,
                     amount=plan.period_amount(quantity),

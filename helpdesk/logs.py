@@ -85,6 +85,26 @@ class DropLoggedResponses(logging.Filter):
         return not (hasattr(record, "status_code") and not record.exc_info)
 
 
+class OncePer(logging.Filter):
+    """Lets one record through per `seconds` (per logger name), for loggers that would repeat one error on every
+    request during an outage (`helpdesk.cache`: every cache operation while Redis is away)."""
+
+    # Logger name -> when its last record passed (monotonic); shared by the instances, reset by tests.
+    last: dict[str, float] = {}
+    clock = staticmethod(time.monotonic)
+
+    def __init__(self, seconds: float = 30.0):
+        super().__init__()
+        self.seconds = seconds
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        now = self.clock()
+        if now - self.last.get(record.name, -self.seconds) < self.seconds:
+            return False
+        self.last[record.name] = now
+        return True
+
+
 # Fields of the access line (and of a task's line) that the JSON output carries when present.
 _EXTRA_FIELDS = ("method", "route", "status", "durationMs", "queries", "task", "taskID", "state")
 
@@ -124,6 +144,7 @@ def logging_config(log_format: str, level: str) -> dict:
         "filters": {
             "context": {"()": "helpdesk.logs.RequestContextFilter"},
             "drop_logged_responses": {"()": "helpdesk.logs.DropLoggedResponses"},
+            "once_per_30s": {"()": "helpdesk.logs.OncePer", "seconds": 30.0},
         },
         "formatters": {"default": formatter},
         "handlers": {
@@ -133,6 +154,7 @@ def logging_config(log_format: str, level: str) -> dict:
         "loggers": {
             "django.db.backends": {"level": "WARNING"},
             "django.request": {"filters": ["drop_logged_responses"]},
+            "helpdesk.cache": {"filters": ["once_per_30s"]},  # Redis errors turned into misses (settings)
         },
     }
 

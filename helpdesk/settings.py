@@ -133,17 +133,23 @@ _REDIS_TIMEOUT = env_int("CACHE_SOCKET_TIMEOUT_MS", 500) / 1000
 if REDIS_URL:
     CACHES = {
         "default": {
-            "BACKEND": "helpdesk.cache.RedisCache",
+            "BACKEND": "django_redis.cache.RedisCache",
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": env_str("CACHE_KEY_PREFIX", "helpdesk"),
-            # helpdesk.cache turns an unreachable Redis into misses; these bound what each try costs.
             "OPTIONS": {
-                "socket_connect_timeout": _REDIS_TIMEOUT,
-                "socket_timeout": _REDIS_TIMEOUT,
-                "retry_on_timeout": False,
+                # Redis holds only what can be recomputed (totals, throttle counters, locks): while it is
+                # unreachable a read is a miss and a write a no-op (`add` adds nothing, `incr` returns None),
+                # so the API keeps answering and the throttles fail open. The timeouts bound what a try costs.
+                "IGNORE_EXCEPTIONS": True,
+                "SOCKET_CONNECT_TIMEOUT": _REDIS_TIMEOUT,
+                "SOCKET_TIMEOUT": _REDIS_TIMEOUT,
+                "CONNECTION_POOL_KWARGS": {"retry_on_timeout": False},
             },
         }
     }
+    # Each ignored error is logged on `helpdesk.cache`, at most once per 30 seconds (helpdesk.logs.OncePer).
+    DJANGO_REDIS_LOG_IGNORED_EXCEPTIONS = True
+    DJANGO_REDIS_LOGGER = "helpdesk.cache"
     CELERY_BROKER_URL = REDIS_URL
     # Publishing while Redis is away must not hang a request: a short, bounded retry, then the caller
     # (helpdesk.queue.enqueue_on_commit) logs and leaves the durable row to its sweeper.

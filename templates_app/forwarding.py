@@ -5,8 +5,8 @@ from __future__ import annotations
 import uuid
 
 from django.conf import settings
-from django.db import transaction
 
+from helpdesk.transactions import unit_of_work
 from templates_app import mail
 from templates_app.models import OutboundMessage
 
@@ -29,7 +29,7 @@ Outlook / Microsoft 365: Settings > Mail > Forwarding > Enable forwarding.
 Other providers: look for "forwarding" or "redirect" in the mailbox settings."""
 
 
-@transaction.atomic
+@unit_of_work
 def forwarding_instructions_send(*, license, email: str, agent=None, request_key: str | None = None) -> str:
     """E-mail the forwarding instructions (made from the license's default template); the confirmation string."""
     address = license_inbound_address(license)

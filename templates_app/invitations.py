@@ -18,12 +18,12 @@ from django.conf import settings
 from django.contrib.auth import password_validation
 from django.core import signing
 from django.core.exceptions import ValidationError
-from django.db import transaction
 from django.utils import timezone
 
 from accounts.models import STATUS_ACTIVE, STATUS_INVITED, Agent
 from helpdesk.context import current_actor
 from helpdesk.errors import Conflict, Forbidden, Invalid, field_error
+from helpdesk.transactions import unit_of_work
 from templates_app import mail
 from templates_app.models import Invitation, OutboundMessage
 
@@ -53,7 +53,7 @@ def _inviter(license) -> Agent | None:
     return Agent.objects.for_license(license).filter(account_id=actor.id).first()
 
 
-@transaction.atomic
+@unit_of_work
 def invitation_send(*, agent: Agent) -> Invitation:
     """A new invitation for an invited agent (earlier links die), e-mailed after commit."""
     license = agent.license
@@ -113,7 +113,7 @@ def _account_in_use(account) -> bool:
     )
 
 
-@transaction.atomic
+@unit_of_work
 def invitation_accept(*, token: str, password: str | None = None, caller=None) -> tuple[Agent, str | None]:
     """Activate the invited agent; returns it and, for a new account, its first token (plaintext, once)."""
     from accounts import services as accounts_services

@@ -18,12 +18,12 @@ from email.mime.base import MIMEBase
 
 from django.conf import settings
 from django.core.mail import EmailMultiAlternatives, get_connection
-from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import License
 from helpdesk.queue import enqueue_now, enqueue_on_commit
+from helpdesk.transactions import unit_of_work
 from templates_app.models import OutboundMessage, Template
 from templates_app.rendering import Rendered, render
 
@@ -217,7 +217,7 @@ def deliver(*, message_id) -> OutboundMessage | None:
     """
     from templates_app import ticket_mail
 
-    with transaction.atomic():
+    with unit_of_work():
         message = OutboundMessage.objects.select_for_update().filter(pk=message_id).first()
         if message is None or message.status != OutboundMessage.STATUS_PENDING:
             return message
@@ -250,7 +250,7 @@ def deliver(*, message_id) -> OutboundMessage | None:
     raise TemporaryFailure(message.last_error)
 
 
-@transaction.atomic
+@unit_of_work
 def give_up(*, message_id) -> None:
     """After the last retry: the message stays unsent and says why."""
     from templates_app import ticket_mail

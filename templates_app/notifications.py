@@ -25,6 +25,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from accounts.models import STATUS_ACTIVE, Agent
+from helpdesk.transactions import unit_of_work
 from templates_app import mail
 from templates_app.models import AgentNotification, OutboundMessage
 
@@ -146,7 +147,7 @@ def _subject(by_ticket: dict) -> str:
     return f"Updates on {len(by_ticket)} tickets"
 
 
-@transaction.atomic
+@unit_of_work
 def digest_send(*, agent_id) -> OutboundMessage | None:
     """One e-mail to the agent with every pending notification, unless their window is not over yet."""
     agent = Agent.objects.select_for_update().select_related("license").filter(pk=agent_id).first()

@@ -12,12 +12,12 @@ from urllib.parse import quote
 
 from django.conf import settings
 from django.core import signing
-from django.db import transaction
 from django.utils import timezone
 
 from accounts.models import License, Team
 from accounts.services import stamp_create, stamp_update
 from helpdesk.errors import Invalid, field_error
+from helpdesk.transactions import unit_of_work
 from templates_app import mail
 from templates_app.addresses import inbound_domain
 from templates_app.models import OutboundMessage, ReplyAddress
@@ -57,7 +57,7 @@ def _send_confirmation(address: ReplyAddress) -> None:
     )
 
 
-@transaction.atomic
+@unit_of_work
 def reply_address_create(*, license: License, email: str, name: str = "") -> ReplyAddress:
     email = email.strip()
     if email.lower().endswith("@" + inbound_domain()) or email.lower().endswith("." + inbound_domain()):
@@ -71,7 +71,7 @@ def reply_address_create(*, license: License, email: str, name: str = "") -> Rep
     return address
 
 
-@transaction.atomic
+@unit_of_work
 def reply_address_delete(*, address: ReplyAddress) -> None:
     """Teams that used it fall back to the inbound address."""
     for team in Team.objects.for_license(address.license_id).filter(reply_address_id=address.pk):
@@ -108,7 +108,7 @@ def address_from_token(token: str) -> ReplyAddress:
     return address
 
 
-@transaction.atomic
+@unit_of_work
 def reply_address_verify(*, token: str) -> ReplyAddress:
     address = address_from_token(token)
     address = ReplyAddress.objects.select_for_update().select_related("license").get(pk=address.pk)

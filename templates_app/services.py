@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import uuid
 
-from django.db import transaction
-
 from accounts.models import License
 from accounts.services import stamp_create, stamp_update, transaction_bind
 from helpdesk.errors import Conflict
+from helpdesk.transactions import unit_of_work
 from templates_app import mail
 from templates_app.models import TYPE_HTML, TYPE_VISUAL, OutboundMessage, Template
 from templates_app.rendering import render
@@ -40,7 +39,7 @@ def _bind_transaction(*, template: Template, transaction_id) -> None:
     template.attachments.set(upload.attachments.all())
 
 
-@transaction.atomic
+@unit_of_work
 def template_create(
     *, license: License, name: str, content: dict, type: str = TYPE_HTML, transaction_id=None
 ) -> Template:
@@ -52,7 +51,7 @@ def template_create(
     return template
 
 
-@transaction.atomic
+@unit_of_work
 def template_update(*, template: Template, name=None, content=None, transaction_id=None) -> Template:
     """PATCH: `content`, when given, replaces the whole content (text, html, appearance)."""
     template = Template.objects.select_for_update().get(pk=template.pk)
@@ -67,7 +66,7 @@ def template_update(*, template: Template, name=None, content=None, transaction_
     return template
 
 
-@transaction.atomic
+@unit_of_work
 def template_delete(*, template: Template) -> None:
     license = License.objects.select_for_update().get(pk=template.license_id)
     if license.default_template_id == template.pk:
@@ -94,7 +93,7 @@ def on_license_created(sender, *, license: License, **kwargs) -> None:
     license.save(update_fields=["default_template"])
 
 
-@transaction.atomic
+@unit_of_work
 def template_send_test(
     *,
     license: License,

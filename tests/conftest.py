@@ -187,7 +187,7 @@ def redis_proxy(settings, monkeypatch):
     backends), for the outage and rate-limit tests."""
     from urllib.parse import urlsplit
 
-    from helpdesk import cache as helpdesk_cache
+    from helpdesk.logs import OncePer
     from tests.tcp_proxy import TcpProxy
 
     target = urlsplit(settings.REDIS_URL)
@@ -195,6 +195,6 @@ def redis_proxy(settings, monkeypatch):
     settings.CACHES = {
         "default": {**settings.CACHES["default"], "LOCATION": proxy.url_for(settings.REDIS_URL)}
     }
-    monkeypatch.setattr(helpdesk_cache, "_last_warning", 0.0)  # the warning is rate-limited per process
+    monkeypatch.setattr(OncePer, "last", {})  # the cache's warnings are rate-limited per process
     yield proxy
     proxy.close()

@@ -74,11 +74,11 @@ def test_the_embedded_queue_keeps_every_file_under_the_var_dir(tmp_path):
 def test_the_redis_cache_keeps_one_client_per_connection_pool():
     from django.core.cache import cache
 
-    client = cache._cache.get_client(write=True)
+    client = cache.client.get_client(write=True)
     # when
     cache.set("settings-test", {"n": 1}, 30)
     # then every operation goes through the same client, and they still work against the real server
-    assert cache._cache.get_client() is client
+    assert cache.client.get_client() is client
     assert cache.get_many(["settings-test", "missing"]) == {"settings-test": {"n": 1}}
     assert cache.add("settings-test", 2) is False
     assert client.exists(cache.make_and_validate_key("settings-test")) == 1
@@ -128,3 +128,20 @@ def test_the_https_settings_come_from_the_environment(tmp_path):
     env["SECURE_PROXY_SSL_HEADER"] = "https"
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
     assert result.returncode != 0 and "SECURE_PROXY_SSL_HEADER must look like" in result.stderr
+
+
+def test_a_repeated_cache_error_is_logged_once_per_interval(monkeypatch, caplog):
+    """django-redis logs every ignored error; during an outage that is every cache operation of every request."""
+    import logging
+
+    from helpdesk.logs import OncePer
+
+    monkeypatch.setattr(OncePer, "last", {})
+    clock = iter([100.0, 110.0, 131.0])
+    monkeypatch.setattr(OncePer, "clock", staticmethod(lambda: next(clock)))
+    # when the same error is logged three times: at 0 s, 10 s and 31 s
+    with caplog.at_level(logging.WARNING, logger="helpdesk.cache"):
+        for _ in range(3):
+            logging.getLogger("helpdesk.cache").error("Exception ignored")
+    # then the second is dropped (within 30 s of the first), the third passes
+    assert [r.getMessage() for r in caplog.records if r.name == "helpdesk.cache"] == ["Exception ignored"] * 2

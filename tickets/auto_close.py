@@ -19,10 +19,11 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
-from django.db import connection, transaction
+from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 
+from helpdesk.transactions import unit_of_work
 from tickets.models import Ticket
 
 logger = logging.getLogger("tickets.auto_close")
@@ -42,7 +43,7 @@ def _due(limit: datetime):
 def _close_batch(ids: list, limit: datetime) -> int:
     from tickets import services
 
-    with transaction.atomic():
+    with unit_of_work():
         locked = _due(limit).filter(pk__in=ids)
         if connection.features.has_select_for_update_skip_locked:
             locked = locked.select_for_update(skip_locked=True, of=("self",))

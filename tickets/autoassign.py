@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from django.db import transaction
 from django.db.models import Count
 from django.utils import timezone
 
 from accounts.models import STATUS_ACTIVE, Agent, AutoassignmentMembership, Team
+from helpdesk.transactions import unit_of_work
 from tickets.events import SYSTEM_NAME, Author, History, assignment_side
 from tickets.models import Ticket
 from tickets.signals import ticket_assigned
@@ -105,7 +105,7 @@ def autoassign(ticket: Ticket, *, history: History, exclude=()) -> Agent | None:
     return agent
 
 
-@transaction.atomic
+@unit_of_work
 def tickets_release(*, agent: Agent, team_ids=None) -> int:
     """The agent's open tickets (of `team_ids`, else all) go back to their team's pool and are assigned again.
 

@@ -45,13 +45,14 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.cache import cache, caches
-from django.core.cache.backends.redis import RedisCache
 from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
+from django_redis.cache import RedisCache
 
 from accounts.models import Attachment, AttachmentTransaction
+from helpdesk.transactions import unit_of_work
 from tickets import counts
 from tickets.models import Message, Ticket, TicketEvent
 from tickets.models_purge import (
@@ -159,7 +160,7 @@ class PurgeLock:
         backend = caches["default"]
         if isinstance(backend, RedisCache):
             key = backend.make_and_validate_key(LOCK_KEY)
-            return backend._cache.get_client(key, write=True), key
+            return backend.client.get_client(write=True), key
         return None, None
 
     def acquire(self) -> bool:
@@ -258,7 +259,7 @@ def purge_batch(run: PurgeRun, cutoff: dict[str, datetime], ids: list) -> int:
     """
     _before_batch(ids)
     started = time.monotonic()
-    with transaction.atomic():
+    with unit_of_work():
         PurgeRun.objects.filter(pk=run.pk).update(status=RUN_RUNNING)  # the write lock first, on SQLite
         locked = list(
             Ticket.objects.select_for_update(skip_locked=True)

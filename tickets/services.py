@@ -15,7 +15,7 @@ import secrets
 from datetime import datetime
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection
 from django.db.models import Sum
 from django.utils import timezone
 
@@ -24,6 +24,7 @@ from accounts.services import same_license, stamp_create, stamp_update, transact
 from helpdesk.context import current_actor
 from helpdesk.errors import Conflict, TooLarge, field_error
 from helpdesk.timestamps import iso
+from helpdesk.transactions import unit_of_work
 from tickets import autoassign, counts, search
 from tickets.events import History, acting_agent, acting_author, assignment_side
 from tickets.models import RATINGS, READ_ONLY_SILOS, Message, Tag, Ticket, TicketTeam
@@ -151,7 +152,7 @@ def _unique_people(people) -> list[dict]:
 # --- tickets --------------------------------------------------------------------------------------------
 
 
-@transaction.atomic
+@unit_of_work
 def ticket_create(
     *,
     license: License,
@@ -251,7 +252,7 @@ def _check_tag_reminder(ticket: Ticket, *, teams, tags, assignment) -> None:
         )
 
 
-@transaction.atomic
+@unit_of_work
 def ticket_update(
     *,
     ticket: Ticket,
@@ -345,7 +346,7 @@ def ticket_update(
     return ticket
 
 
-@transaction.atomic
+@unit_of_work
 def ticket_delete(*, ticket: Ticket) -> Ticket:
     """DELETE moves the ticket to the trash (purged 30 days after its last update)."""
     ticket = Ticket.objects.select_for_update().get(pk=ticket.pk)
@@ -363,7 +364,7 @@ def ticket_delete(*, ticket: Ticket) -> Ticket:
     return ticket
 
 
-@transaction.atomic
+@unit_of_work
 def ticket_merge(*, ticket: Ticket, child: Ticket) -> Ticket:
     """Make `child` a child of `ticket`, bounded by the license's maxChildTicketsPerTicket."""
     if child.license_id != ticket.license_id:
@@ -408,7 +409,7 @@ def ticket_merge(*, ticket: Ticket, child: Ticket) -> Ticket:
     return ticket
 
 
-@transaction.atomic
+@unit_of_work
 def ticket_rate(*, ticket: Ticket, score: str, comment: str = "") -> Ticket:
     """The customer's rating of the ticket (`good` or `bad`, with an optional comment), and its event."""
     if score not in RATINGS:
@@ -432,7 +433,7 @@ def ticket_rate(*, ticket: Ticket, score: str, comment: str = "") -> Ticket:
 DELIVERY_STATUSES = ["queued", "sent", "deferred", "bounced", "failed"]
 
 
-@transaction.atomic
+@unit_of_work
 def message_delivery_record(
     *, message_id, recipient: str, status: str, date: datetime | None = None
 ) -> Message:
@@ -463,7 +464,7 @@ def _check_tag_name(license: License, name: str, exclude=None) -> None:
         raise field_error("name", "A tag with this name already exists.", code="unique")
 
 
-@transaction.atomic
+@unit_of_work
 def tag_create(*, license: License, name: str) -> Tag:
     _check_tag_name(license, name)
     tag = Tag(license=license, name=name)
@@ -472,7 +473,7 @@ def tag_create(*, license: License, name: str) -> Tag:
     return tag
 
 
-@transaction.atomic
+@unit_of_work
 def tag_update(*, tag: Tag, name: str | None = None) -> Tag:
     if name is not None:
         _check_tag_name(tag.license, name, exclude=tag)
@@ -482,7 +483,7 @@ def tag_update(*, tag: Tag, name: str | None = None) -> Tag:
     return tag
 
 
-@transaction.atomic
+@unit_of_work
 def tag_delete(*, tag: Tag) -> None:
     license_id = tag.license_id
     tag.delete()
@@ -492,7 +493,7 @@ def tag_delete(*, tag: Tag) -> None:
 # --- attachment transactions ---------------------------------------------------------------------------
 
 
-@transaction.atomic
+@unit_of_work
 def transaction_create(*, license: License) -> AttachmentTransaction:
     actor = current_actor()
     from accounts.models import Account
@@ -530,7 +531,7 @@ def _check_upload_quotas(txn: AttachmentTransaction, files) -> None:
         )
 
 
-@transaction.atomic
+@unit_of_work
 def attachments_add(*, txn: AttachmentTransaction, files) -> list[Attachment]:
     """Store uploaded files through Django's storage API, with size, type, sha256 and a token."""
     txn = AttachmentTransaction.objects.select_for_update().get(pk=txn.pk)

@@ -18,7 +18,7 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 
 from accounts import services
-from accounts.admin.writes import ServiceAdmin
+from accounts.admin.writes import ServiceAdmin, UnitOfWorkAdmin
 from accounts.models import Account, PersonalAccessToken
 
 SCOPE_RE = re.compile(r"^[a-z][a-z_]*--(my|access|all):(ro|rw)$")
@@ -52,7 +52,7 @@ class TokenInline(admin.TabularInline):
 
 
 @admin.register(Account)
-class AccountAdmin(UserAdmin):
+class AccountAdmin(UnitOfWorkAdmin, UserAdmin):
     form = AccountChangeForm
     add_form = AccountCreationForm
     fieldsets = (

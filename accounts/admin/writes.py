@@ -6,6 +6,9 @@ the block back (the object, its relations, the admin log entry, the audit entry)
 with the refusal attached to the form's clean(), which renders the form with the error (status 200) and
 writes nothing. Deletions are tried in a savepoint that is always rolled back: a refused one is listed on
 Django's "Cannot delete" page, like a protected object. Actions run in one atomic block: all or nothing.
+
+Every view that writes (add, change, delete, the change list's actions and list edits) runs in one unit of work
+(`UnitOfWorkAdmin`), so a change and its relations are one audit entry, written before the commit.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from rest_framework.exceptions import ValidationError as DrfValidationError
 
 from helpdesk.api.errors import api_exception
 from helpdesk.errors import DomainError
+from helpdesk.transactions import unit_of_work
 
 # IntegrityError: a constraint the service could not check first (a concurrent write); ProtectedError is one
 SERVICE_ERRORS = (DomainError, APIException, DjangoValidationError, IntegrityError)
@@ -58,7 +62,25 @@ class _DryRun(Exception):
     pass
 
 
-class ServiceAdmin(admin.ModelAdmin):
+class UnitOfWorkAdmin(admin.ModelAdmin):
+    """The admin's writing views, each in one unit of work (around Django's own atomic block)."""
+
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+        with unit_of_work(using=router.db_for_write(self.model)):
+            return super().changeform_view(request, object_id, form_url, extra_context)
+
+    def delete_view(self, request, object_id, extra_context=None):
+        with unit_of_work(using=router.db_for_write(self.model)):
+            return super().delete_view(request, object_id, extra_context)
+
+    def changelist_view(self, request, extra_context=None):
+        if request.method != "POST":
+            return super().changelist_view(request, extra_context)
+        with unit_of_work(using=router.db_for_write(self.model)):
+            return super().changelist_view(request, extra_context)
+
+
+class ServiceAdmin(UnitOfWorkAdmin):
     """Base of the admins that write through services.
 
     Subclasses implement `save_model` (the whole write, relations included, through the service) and
@@ -116,7 +138,7 @@ class ServiceAdmin(admin.ModelAdmin):
         self.delete_object(request, obj)
 
     def delete_queryset(self, request, queryset):
-        with transaction.atomic(using=router.db_for_write(self.model)):
+        with unit_of_work(using=router.db_for_write(self.model)):
             for obj in queryset:
                 self.delete_object(request, obj)
 
@@ -156,7 +178,7 @@ class ServiceAdmin(admin.ModelAdmin):
 
     def response_action(self, request, queryset):
         try:
-            with transaction.atomic(using=router.db_for_write(self.model)):
+            with unit_of_work(using=router.db_for_write(self.model)):
                 return super().response_action(request, queryset)
         except SERVICE_ERRORS as exc:
             self.message_user(request, f"Nothing was changed: {error_summary(exc)}", messages.ERROR)

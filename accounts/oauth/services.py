@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from django.db import transaction
 from oauth2_provider.generators import generate_client_secret
 from oauth2_provider.models import get_access_token_model, get_application_model
 from oauth2_provider.settings import oauth2_settings
@@ -15,6 +14,7 @@ from accounts.oauth import scopes as scope_grammar
 from accounts.oauth.models import LicenseApp
 from accounts.services import stamp_create, stamp_update
 from helpdesk.errors import field_error
+from helpdesk.transactions import unit_of_work
 
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "[::1]", "::1"}
 CLIENT_TYPES = ("confidential", "public")
@@ -45,7 +45,7 @@ def _check_scopes(scopes: list[str]) -> None:
         )
 
 
-@transaction.atomic
+@unit_of_work
 def app_create(
     *,
     license: License,
@@ -75,7 +75,7 @@ def app_create(
     return app, secret
 
 
-@transaction.atomic
+@unit_of_work
 def app_update(*, app: LicenseApp, name=None, redirect_uris=None, scopes=None) -> LicenseApp:
     app = LicenseApp.objects.select_for_update().select_related("application").get(pk=app.pk)
     application = app.application
@@ -94,7 +94,7 @@ def app_update(*, app: LicenseApp, name=None, redirect_uris=None, scopes=None) -
     return app
 
 
-@transaction.atomic
+@unit_of_work
 def app_delete(*, app: LicenseApp) -> None:
     """Deleting the DOT application takes its grants and tokens with it (they cascade)."""
     application = app.application
@@ -103,7 +103,7 @@ def app_delete(*, app: LicenseApp) -> None:
     cors.forget_origins_on_commit()
 
 
-@transaction.atomic
+@unit_of_work
 def grant_revoke(*, access_token_id: int) -> None:
     """Revoke an access token and its refresh token at once (the app can refresh no more)."""
     token = get_access_token_model().objects.select_for_update().filter(pk=access_token_id).first()

@@ -7,8 +7,8 @@ naming the window, so it resets at the window's end without a read of its TTL. P
 Retry-After (until the window ends). The headers report the tighter of the two buckets.
 
 On Redis both counters are incremented (and given an expiry) in one pipelined round trip. When Redis is away
-the limits fail open: the request passes, only X-RateLimit-Limit is sent, and a warning is logged (rate-limited,
-by helpdesk.cache). On any other cache (the embedded default's file-based cache) a counter is read and written
+the limits fail open: the request passes, only X-RateLimit-Limit is sent, and a warning is logged on
+`helpdesk.cache` (at most once per 30 seconds, as django-redis's ignored errors are). On any other cache (the embedded default's file-based cache) a counter is read and written
 back, not atomically: under concurrency a few requests may slip past a limit, which is enough for one machine.
 
 Anonymous requests are not counted here: failed authentications have their own throttle (authentication.py).
@@ -16,16 +16,19 @@ Anonymous requests are not counted here: failed authentications have their own t
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 
 from django.conf import settings
 from django.core.cache import caches
-from django.core.cache.backends.redis import RedisCache
+from django_redis.cache import RedisCache
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from rest_framework.exceptions import Throttled
 from rest_framework.throttling import BaseThrottle
 
-from helpdesk.cache import UNAVAILABLE, _warn
+log = logging.getLogger("helpdesk.cache")
 
 # The attribute of the Django request (not DRF's wrapper, which middleware never sees) holding the outcome.
 STATE_ATTRIBUTE = "rate_limit"
@@ -63,7 +66,7 @@ def _buckets(request) -> list[tuple[str, int]]:
 
 def _count_redis(cache, keys: list[str], ttl: int) -> list[int]:
     keys = [cache.make_key(key) for key in keys]
-    pipe = cache._cache.get_client(keys[0], write=True).pipeline(transaction=False)
+    pipe = cache.client.get_client(write=True).pipeline(transaction=False)
     for key in keys:
         pipe.incr(key)
         pipe.expire(key, ttl)
@@ -85,8 +88,8 @@ def _count(keys: list[str], ttl: int) -> list[int] | None:
     if isinstance(cache, RedisCache):
         try:
             return _count_redis(cache, keys, ttl)
-        except UNAVAILABLE as exc:
-            _warn("rate limit", exc)
+        except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+            log.warning("Cache unavailable (rate limit: %s): the throttles fail open", exc)
             return None
     return _count_generic(cache, keys, ttl)
 

@@ -23,10 +23,11 @@ from datetime import timedelta
 from django.conf import settings
 from django.core.files.base import ContentFile
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError
 
 from accounts.models import Attachment, License, Team
 from helpdesk.context import EMAIL_MESSAGE, Actor, acting_as
+from helpdesk.transactions import unit_of_work
 from templates_app.addresses import parse_inbound_address
 from templates_app.inbound import parse
 from templates_app.inbound.selectors import (
@@ -267,7 +268,7 @@ def _store(target: Target, raw: bytes, mail: parse.ParsedMail, envelope_sender) 
         subject=mail.subject[:500],
         size=len(raw),
     )
-    with transaction.atomic():
+    with unit_of_work():
         # first, so that a concurrent delivery of the same message waits here on the unique index and then
         # fails (IntegrityError) before it writes anything else
         inbound.save(force_insert=True)
@@ -344,7 +345,7 @@ def _normalized_block(email: str) -> str:
     return value
 
 
-@transaction.atomic
+@unit_of_work
 def blocked_sender_create(*, license: License, email: str) -> BlockedSender:
     from accounts.services import stamp_create
     from helpdesk.errors import field_error
@@ -358,7 +359,7 @@ def blocked_sender_create(*, license: License, email: str) -> BlockedSender:
     return blocked
 
 
-@transaction.atomic
+@unit_of_work
 def blocked_sender_delete(*, blocked: BlockedSender) -> None:
     blocked.delete()
 

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import secrets
 
-from django.db import transaction
-
 from accounts.models import License
 from accounts.services import stamp_create, stamp_update
 from helpdesk.errors import field_error
+from helpdesk.transactions import unit_of_work
 from tickets.webhooks import guard
 from tickets.webhooks.models import STATUS_ACTIVE, Webhook
 
@@ -26,7 +25,7 @@ def _check_url(url: str) -> None:
         raise field_error("url", str(exc)) from None
 
 
-@transaction.atomic
+@unit_of_work
 def webhook_create(
     *, license: License, name: str, url: str, event_type: str, secret: str | None = None, active: bool = True
 ) -> Webhook:
@@ -44,7 +43,7 @@ def webhook_create(
     return webhook
 
 
-@transaction.atomic
+@unit_of_work
 def webhook_update(*, webhook: Webhook, **fields) -> Webhook:
     """PATCH: name, url, eventType, secret, active. Switching a failing webhook on again makes it active."""
     webhook = Webhook.objects.select_for_update().get(pk=webhook.pk)
@@ -59,7 +58,7 @@ def webhook_update(*, webhook: Webhook, **fields) -> Webhook:
     return webhook
 
 
-@transaction.atomic
+@unit_of_work
 def webhook_delete(*, webhook: Webhook) -> None:
     """Its deliveries go with it (pending ones are never sent)."""
     webhook.delete()

@@ -1,0 +1,121 @@
+"""The unit of work: one `transaction.atomic()` block around one logical change, with callbacks that run inside
+its transaction just before it commits.
+
+    @unit_of_work
+    def ticket_update(*, ticket, ...): ...
+
+    with unit_of_work():
+        ...
+        before_commit(lambda: recount(license_id))
+
+Django's `on_commit` runs after the commit, outside the transaction; what must commit or roll back with the
+change (the audit entry of the change, anything derived from it) needs a hook before it. So the services, the
+admin's views and the other write paths open a unit of work instead of a bare `transaction.atomic()`, and
+`before_commit()` registers a callback on it. On the successful exit of the outermost unit of work on a
+connection the callbacks run, in the order they were registered (a callback may register more; they run too),
+then the block exits and commits. If a callback raises, the block rolls back and the error propagates. A unit of
+work that exits with an exception (or whose block is marked for rollback) drops its callbacks.
+
+A unit of work nested in another is a savepoint (`transaction.atomic()` nested); its callbacks run at the
+outermost exit, even when its own savepoint rolled back: a callback reads what it needs from the database
+when it runs (the audit reads each object's state then), it does not trust what was true when it was
+registered. A unit of work opened inside a bare `transaction.atomic()` (a test case's block, Django's own
+block around a deletion) runs its callbacks at its own exit: still inside that transaction.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from contextlib import ContextDecorator
+from typing import Any
+
+from django.db import DEFAULT_DB_ALIAS, transaction
+
+
+class Unit:
+    """The state of one outermost unit of work on one connection: its callbacks, and a dict in which the
+    machinery built on it (the audit) keeps what it collects until the commit."""
+
+    def __init__(self) -> None:
+        self.callbacks: list[Callable[[], Any]] = []
+        self.state: dict[str, Any] = {}
+
+
+_local = threading.local()  # Django's connections are per thread, so is this: {alias: [blocks], "unit": ...}
+
+
+def _blocks(using: str) -> list:
+    stacks = _local.__dict__.setdefault("blocks", {})
+    return stacks.setdefault(using, [])
+
+
+def _units() -> dict[str, Unit]:
+    return _local.__dict__.setdefault("units", {})
+
+
+def current_unit(using: str | None = None) -> Unit | None:
+    """The outermost unit of work open on the connection, or None outside any."""
+    return _units().get(using or DEFAULT_DB_ALIAS)
+
+
+def before_commit(callback: Callable[[], Any], using: str | None = None) -> None:
+    """Run `callback()` inside the current unit of work's transaction, just before it commits.
+
+    Outside a unit of work there is no such moment (autocommit, or a bare `transaction.atomic()` that nobody
+    can hook into): that is a programming error, raised, never a callback silently lost.
+    """
+    unit = current_unit(using)
+    if unit is None:
+        raise transaction.TransactionManagementError(
+            "before_commit() outside a unit of work: wrap the write in helpdesk.transactions.unit_of_work()"
+        )
+    unit.callbacks.append(callback)
+
+
+class UnitOfWork(ContextDecorator):
+    def __init__(self, using: str | None, savepoint: bool, durable: bool):
+        self.using = using or DEFAULT_DB_ALIAS
+        self.savepoint = savepoint
+        self.durable = durable
+
+    def _recreate_cm(self):
+        # As a decorator, each call (and each thread) gets its own block.
+        return UnitOfWork(self.using, self.savepoint, self.durable)
+
+    def __enter__(self):
+        block = transaction.atomic(using=self.using, savepoint=self.savepoint, durable=self.durable)
+        block.__enter__()
+        blocks = _blocks(self.using)
+        if not blocks:
+            _units()[self.using] = Unit()
+        blocks.append(block)
+        return self
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        blocks = _blocks(self.using)
+        error = None
+        if len(blocks) == 1 and exc_type is None and not transaction.get_rollback(self.using):
+            # Still open while the callbacks run: what they write may register more callbacks, or open a
+            # unit of work (a savepoint in this one).
+            unit = _units()[self.using]
+            try:
+                while unit.callbacks:
+                    unit.callbacks.pop(0)()
+            except BaseException as exc:
+                error = exc
+        block = blocks.pop()
+        if not blocks:
+            del _units()[self.using]
+        if error is not None:
+            block.__exit__(type(error), error, error.__traceback__)  # rolls back
+            raise error
+        return block.__exit__(exc_type, exc_value, traceback)
+
+
+def unit_of_work(using=None, savepoint: bool = True, durable: bool = False):
+    """`transaction.atomic()` with before-commit callbacks; a context manager and a decorator, with or
+    without arguments, as `transaction.atomic` is."""
+    if callable(using):
+        return UnitOfWork(DEFAULT_DB_ALIAS, savepoint, durable)(using)
+    return UnitOfWork(using, savepoint, durable)
