@@ -3,14 +3,18 @@
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/helpdesk_bench \\
         .venv/bin/python bench/mail_in.py --mails 400 --concurrency 4
 
-Creates a fresh license in that database, then
+Creates a fresh license (`--licenses N`: N licenses, the mails spread over them) in that database, then
 1. receive_mail as an MTA runs it: one process per mail (`--concurrency` at a time), exit status checked;
-2. receive_mail's work without the process start: the command's handle() in a loop, one process;
-3. smtp_inbound: the listener started as a subprocess, `--concurrency` smtplib clients each sending their
-   share over one connection;
+2. receive_mail's work without the process start: the command's handle() in a loop, one process; it also
+   prints the cost of one mail: SQL statements, CPU ms of this thread (time.thread_time: not the search
+   probe's) and, when the database runs on this machine, CPU ms of its PostgreSQL backend (/proc);
+3. smtp_inbound: the listener started as a subprocess (`--processes` listener processes), `--concurrency`
+   smtplib clients each sending their share, reconnecting every 20 mails as an MTA's connection cache does
+   (so that the connections spread over the processes);
 and prints mails per second for each (every mail a new ticket with one message: the expensive case; a reply
-costs about the same). Each run also times a ticket search in the same license meanwhile (p95, ms), to show
-that search keeps answering. Run by hand (not part of the tests); see bench/README.md for results.
+costs about the same). Each run also times a ticket search in the (first) license meanwhile (p95, ms), to show
+that search keeps answering. Runs with DEBUG=false unless DEBUG is set (as production does). Run by hand
+(not part of the tests); see bench/README.md for results.
 """
 
 from __future__ import annotations
@@ -33,13 +37,17 @@ from email.utils import make_msgid
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "helpdesk.settings")
+# as in production (DEBUG on logs every SQL statement: ~20% more CPU per mail); the listener and the pipes inherit it
+os.environ.setdefault("DEBUG", "false")
+os.environ.setdefault("SECRET_KEY", "bench-only-" + "x" * 50)
 
 import django  # noqa: E402
 
 django.setup()
 
 from django.core.management import call_command  # noqa: E402
-from django.db import close_old_connections  # noqa: E402
+from django.db import close_old_connections, connection  # noqa: E402
+from django.test.utils import CaptureQueriesContext  # noqa: E402
 
 from accounts import services as account_services  # noqa: E402
 from templates_app.addresses import license_address  # noqa: E402
@@ -110,10 +118,9 @@ def report(name: str, count: int, seconds: float, probe: SearchProbe) -> None:
     )
 
 
-def bench_pipe(license_id, mails, concurrency):
-    address = license_address(license_id)
-
-    def one(raw):
+def bench_pipe(mails, concurrency):
+    def one(mail):
+        address, raw = mail
         done = subprocess.run(
             [sys.executable, "manage.py", "receive_mail", "--recipient", address],
             input=raw, cwd=ROOT, capture_output=True,
@@ -126,18 +133,49 @@ def bench_pipe(license_id, mails, concurrency):
     return time.perf_counter() - started
 
 
-def bench_in_process(license_id, mails):
-    address = license_address(license_id)
-    started = time.perf_counter()
-    for raw in mails:
+def _backend_cpu_seconds() -> float | None:
+    """CPU time of this connection's PostgreSQL backend process, when it runs on this machine."""
+    if connection.vendor != "postgresql":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        pid = cursor.fetchone()[0]
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def bench_in_process(mails):
+    def one(mail):
+        address, raw = mail
         try:
             call_command("receive_mail", "--recipient", address, stdin=io.BytesIO(raw), stdout=io.StringIO())
         except SystemExit as exc:
             assert exc.code == 0, exc.code
-    return time.perf_counter() - started
+
+    one(mails[0])  # warm-up: caches, the first ticket of the license
+    with CaptureQueriesContext(connection) as queries:
+        one(mails[1])
+    backend_before, cpu_before = _backend_cpu_seconds(), time.thread_time()
+    started = time.perf_counter()
+    for raw in mails[2:]:
+        one(raw)
+    seconds = time.perf_counter() - started
+    count = len(mails) - 2
+    cpu_ms = (time.thread_time() - cpu_before) * 1000 / count
+    backend_after = _backend_cpu_seconds()
+    backend = f"{(backend_after - backend_before) * 1000 / count:.1f}" if backend_after is not None else "?"
+    print(
+        f"  per mail: {len(queries.captured_queries)} SQL statements, {cpu_ms:.1f} ms CPU in Python, "
+        f"{backend} ms CPU in the PostgreSQL backend"
+    )
+    return seconds * len(mails) / count
 
 
-def bench_smtp(license_id, mails, concurrency, lmtp=False):
+def bench_smtp(mails, concurrency, processes=0):
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -149,17 +187,19 @@ def bench_smtp(license_id, mails, concurrency, lmtp=False):
         str(port),
         "--workers",
         str(concurrency),
+        "--processes",
+        str(processes),
     ]
     server = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         server.stdout.readline()  # "Receiving mail ..."
-        address = license_address(license_id)
         shares = [mails[i::concurrency] for i in range(concurrency)]
 
         def client(share):
-            with smtplib.SMTP("127.0.0.1", port) as smtp:
-                for raw in share:
-                    smtp.sendmail("customer@example.com", [address], raw)
+            for start in range(0, len(share), 20):
+                with smtplib.SMTP("127.0.0.1", port) as smtp:
+                    for address, raw in share[start : start + 20]:
+                        smtp.sendmail("customer@example.com", [address], raw)
 
         started = time.perf_counter()
         with ThreadPoolExecutor(concurrency) as pool:
@@ -175,21 +215,34 @@ def main():
     parser.add_argument("--mails", type=int, default=400)
     parser.add_argument("--pipe-mails", type=int, default=100, help="process per mail is slow: fewer")
     parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--processes", type=int, default=0, help="smtp_inbound's (default: its own)")
+    parser.add_argument(
+        "--licenses", type=int, default=1, help="spread the mails over this many licenses (default 1)"
+    )
     args = parser.parse_args()
-    license = account_services.license_create(owner_email=f"bench-mail-{time.time_ns()}@example.com")
-    print(f"license {license.pk}, {os.cpu_count()} CPUs, concurrency {args.concurrency}")
+    licenses = [
+        account_services.license_create(owner_email=f"bench-mail-{time.time_ns()}-{n}@example.com")
+        for n in range(args.licenses)
+    ]
+    license, addresses = licenses[0], [license_address(each.pk) for each in licenses]
+    print(
+        f"licenses {', '.join(str(each.pk) for each in licenses)}, {os.cpu_count()} CPUs, "
+        f"concurrency {args.concurrency}, "
+        f"load average {' '.join(f'{n:.1f}' for n in os.getloadavg())}"
+    )
     runs = [
         ("receive_mail, a process per mail (MTA pipe)", args.pipe_mails,
-         lambda m: bench_pipe(license.pk, m, args.concurrency)),
-        ("receive_mail, handle() in one process", args.mails, lambda m: bench_in_process(license.pk, m)),
-        ("smtp_inbound (SMTP)", args.mails, lambda m: bench_smtp(license.pk, m, args.concurrency)),
+         lambda m: bench_pipe(m, args.concurrency)),
+        ("receive_mail, handle() in one process", args.mails, lambda m: bench_in_process(m)),
+        ("smtp_inbound (SMTP)", args.mails, lambda m: bench_smtp(m, args.concurrency, args.processes)),
     ]  # fmt: skip
     for name, count, run in runs:
-        mails = [mail(n, name.split()[0]) for n in range(count)]
+        mails = [(addresses[n % len(addresses)], mail(n, name.split()[0])) for n in range(count)]
         with SearchProbe(license.pk) as probe:
             seconds = run(mails)
         report(name, count, seconds, probe)
-    print(f"tickets in the license: {Ticket.objects.filter(license=license).count()}")
+    print(f"tickets in the licenses: {Ticket.objects.filter(license__in=licenses).count()}")
+    print(f"load average {' '.join(f'{n:.1f}' for n in os.getloadavg())}")
 
 
 if __name__ == "__main__":

@@ -53,7 +53,9 @@ SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", not DEBUG)
 CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", not DEBUG)
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    # admin modules are imported by helpdesk/urls.py (admin.autodiscover()), not at start-up: a command that
+    # serves no pages (receive_mail, run by the MTA once per mail) starts faster without them
+    "django.contrib.admin.apps.SimpleAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

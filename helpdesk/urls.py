@@ -5,6 +5,7 @@ from drf_spectacular.views import SpectacularRedocView
 from accounts.oauth.urls_oauth import account_patterns, oauth_patterns
 from helpdesk.api.schema import SchemaView  # (also registers the OpenAPI authentication extension)
 
+admin.autodiscover()  # settings install SimpleAdminConfig: the admin modules load with the URLs, not at start-up
 admin.site.site_header = "HelpDesk admin"
 admin.site.site_title = "HelpDesk admin"
 admin.site.index_title = "Support administration"

@@ -102,25 +102,31 @@ def render_for_license(*, license, context: dict, template: Template | None = No
 
 
 def message_queue(
-    *, license, kind: str, key: str, to: str, subject: str, rendered: Rendered, attachments=(), **threading
+    *,
+    license,
+    kind: str,
+    key: str,
+    to: str,
+    subject: str,
+    rendered: Rendered,
+    attachments=(),
+    fresh: bool = False,
+    **threading,
 ) -> OutboundMessage:
     """Store the message and send it after commit; the same `key` again returns the first row, queued once.
 
-    `threading`: the ticket mail's fields (message_id, ticket, ticket_message, from_email, headers).
+    `fresh`: the key cannot exist yet (it names an object created in this transaction): inserted without the
+    look-up. `threading`: the ticket mail's fields (message_id, ticket, ticket_message, from_email, headers).
     """
     subject = " ".join(subject.split())[:300]  # a header: never a line break (company names are user input)
-    message, created = OutboundMessage.objects.get_or_create(
-        license=license,
-        key=key[:200],
-        defaults={
-            "kind": kind,
-            "to": to,
-            "subject": subject,
-            "text": rendered.text,
-            "html": rendered.html,
-            **threading,
-        },
-    )
+    fields = {"kind": kind, "to": to, "subject": subject, "text": rendered.text, "html": rendered.html}
+    if fresh:
+        message = OutboundMessage.objects.create(license=license, key=key[:200], **fields, **threading)
+        created = True
+    else:
+        message, created = OutboundMessage.objects.get_or_create(
+            license=license, key=key[:200], defaults={**fields, **threading}
+        )
     if created:
         if attachments:
             message.attachments.set(attachments)

@@ -41,7 +41,12 @@ def ticket_team(ticket):
     """The team that answers: the assigned team, else the ticket's first team, else the license's default."""
     if ticket.assignment_team_id:
         return ticket.assignment_team
-    return ticket.teams.order_by("name").first() or ticket.license.default_team
+    prefetched = getattr(ticket, "_prefetched_objects_cache", {}).get("teams")
+    if prefetched is not None:  # a new ticket's teams (tickets.services), or a list view's prefetch
+        first = min(prefetched, key=lambda team: (team.name, str(team.pk)), default=None)
+    else:
+        first = ticket.teams.order_by("name").first()
+    return first or ticket.license.default_team
 
 
 def sender(*, license, team, short_id: str) -> tuple[str, list[str]]:
@@ -166,7 +171,8 @@ def _author(message) -> str:
 
 def appendix(*, message, ticket, signature: str | None, thread: bool) -> Rendered:
     """What goes below the template's body: the signature (when the template has no place for it), links to
-    files too large to attach, and the earlier messages of the thread (newest first)."""
+    files too large to attach, and the earlier messages of the thread (newest first; `thread` False: none,
+    also when the message is the ticket's first)."""
     text, markup = [], []
     if signature:
         text.append(signature)
@@ -204,8 +210,10 @@ def appendix(*, message, ticket, signature: str | None, thread: bool) -> Rendere
     return Rendered(text="\n\n".join(text), html="".join(markup))
 
 
-def render_ticket_mail(*, ticket, team, message, body: str) -> tuple[Rendered, list]:
-    """The mail of `message` (or an acknowledgement `body`) in `team`'s template, else the license's."""
+def render_ticket_mail(*, ticket, team, message, body: str, first: bool = False) -> tuple[Rendered, list]:
+    """The mail of `message` (or an acknowledgement `body`) in `team`'s template, else the license's.
+
+    `first`: the message opened the ticket (no thread to quote)."""
     license = ticket.license
     template = (team.template if team and team.template_id else None) or license.default_template
     agent = message.author_agent if message.author_type == "agent" else None
@@ -229,7 +237,7 @@ def render_ticket_mail(*, ticket, team, message, body: str) -> tuple[Rendered, l
         *PLACEHOLDER_RE.findall(content.get("html") or ""),
     }
     signature = agent.signature_text if agent and "agent.signature" not in placed else None
-    thread = bool((license.settings or {}).get("ticketThread", False))
+    thread = not first and bool((license.settings or {}).get("ticketThread", False))
     logo = mail.logo(template)
     rendered = render(
         type=type_,
@@ -251,17 +259,17 @@ def subject_of(ticket, *, reply: bool) -> str:
 # --- the receiver -------------------------------------------------------------------------------------------
 
 
-def _queue(*, ticket, message, kind: str, to: list[str], subject: str, body: str, extra_headers=None):
+def _queue(
+    *, ticket, message, kind: str, to: list[str], subject: str, body: str, first: bool, extra_headers=None
+):
+    """`first`: the message opened the ticket, which has no earlier message to quote nor Message-ID to name."""
     team = ticket_team(ticket)  # one look-up for the template and the sender
-    rendered, inline = render_ticket_mail(ticket=ticket, team=team, message=message, body=body)
+    rendered, inline = render_ticket_mail(ticket=ticket, team=team, message=message, body=body, first=first)
     from_email, reply_to = sender(license=ticket.license, team=team, short_id=ticket.short_id)
     rows = []
     for recipient in to:
-        headers = {
-            "Reply-To": reply_to,
-            **threading_headers(thread_ids(ticket=ticket, recipient=recipient)),
-            **(extra_headers or {}),
-        }
+        ids = [] if first else thread_ids(ticket=ticket, recipient=recipient)
+        headers = {"Reply-To": reply_to, **threading_headers(ids), **(extra_headers or {})}
         row = mail.message_queue(
             license=ticket.license,
             kind=kind,
@@ -275,6 +283,7 @@ def _queue(*, ticket, message, kind: str, to: list[str], subject: str, body: str
             ticket_message=message,
             from_email=from_email,
             headers=headers,
+            fresh=True,  # the key names a message created in this transaction
         )
         rows.append(row)
     return rows
@@ -303,6 +312,7 @@ def on_message_created(sender, *, message, ticket, created_ticket: bool = False,
             to=recipients(ticket),
             subject=subject_of(ticket, reply=not created_ticket),
             body=message.text,
+            first=created_ticket,
         )
         for row in rows:
             record(row, "queued", date=row.created_at)
@@ -319,6 +329,7 @@ def on_message_created(sender, *, message, ticket, created_ticket: bool = False,
             to=[ticket.requester_email],
             subject=subject_of(ticket, reply=True),
             body=body,
+            first=True,
             # RFC 3834: an automatic answer, never to be answered automatically.
             extra_headers={"Auto-Submitted": "auto-replied"},
         )

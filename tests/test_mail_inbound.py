@@ -453,3 +453,20 @@ def test_the_purge_takes_the_received_mail_of_purged_tickets_with_it(license, se
     from django.core.files.storage import default_storage
 
     assert not default_storage.exists(raw_name)
+
+
+def test_a_new_ticket_by_mail_costs_a_bounded_number_of_statements(license, django_assert_max_num_queries):
+    """The whole mail (look-ups, ticket, message, team link, autoassignment, event, acknowledgement, inbound row)
+    in at most 21 statements, savepoints and the transaction's own included: a regression here costs mails/s."""
+    receive(license, simple(subject="Warm-up"))  # the license's first mail also marks its inbox used
+    with django_assert_max_num_queries(21):
+        result = receive(
+            license, simple(subject="Printer on fire", headers={"Message-ID": "<count@x.example>"})
+        )
+    # then
+    ticket = ticket_of(result)
+    assert ticket.subject == "Printer on fire" and list(ticket.teams.all()) == [license.default_team]
+    assert (
+        OutboundMessage.objects.filter(ticket=ticket, kind=OutboundMessage.KIND_ACKNOWLEDGEMENT).count() == 1
+    )
+    assert InboundMessage.objects.get(message_id="<count@x.example>").ticket_id == ticket.pk

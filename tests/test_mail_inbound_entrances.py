@@ -3,6 +3,7 @@
 
 import io
 import os
+import signal
 import smtplib
 import socket
 import subprocess
@@ -249,6 +250,59 @@ def test_many_mails_over_one_connection(listener):
         for number in range(15):
             client.sendmail("a@example.com", [license_address(license.pk)], simple(subject=f"Mail {number}"))
     assert Ticket.objects.filter(license=license).count() == 15
+
+
+def _children(pid: int) -> set[int]:
+    found = set()
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                found.add(int(entry.name))
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+    return found
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_smtp_inbound_runs_several_processes_on_one_port_and_stops_on_sigterm(tmp_path):
+    """The real command as a supervisor runs it: `--processes 2` serves every connection, whichever process
+    accepts it; a duplicate is stored once; SIGTERM stops the parent and its children with status 0."""
+    # given
+    license = LicenseFactory()
+    db = django_settings.DATABASES["default"]
+    url = f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+    env = {**os.environ, "DATABASE_URL": url, "MEDIA_ROOT": str(tmp_path)}
+    port = _free_port()
+    command = [sys.executable, "manage.py", "smtp_inbound", "--port", str(port), "--processes", "2"]
+    with open(tmp_path / "stderr.log", "wb") as log:
+        server = subprocess.Popen(
+            [*command, "--workers", "2"], env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=log, text=True
+        )
+    try:
+        assert "2 processes" in server.stdout.readline()
+        children = _children(server.pid)
+        assert len(children) == 2
+        # when
+        twice = simple(headers={"Message-ID": "<twice@client.example>"})
+        for number in range(8):
+            with smtplib.SMTP("127.0.0.1", port) as client:
+                client.sendmail(
+                    "a@example.com", [license_address(license.pk)], simple(subject=f"Mail {number}")
+                )
+                client.sendmail("a@example.com", [license_address(license.pk)], twice)
+        server.send_signal(signal.SIGTERM)
+        # then
+        assert server.wait(timeout=60) == 0, (tmp_path / "stderr.log").read_text()[-2000:]
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    assert not any(Path(f"/proc/{pid}").exists() for pid in children)
+    assert Ticket.objects.filter(license=license).count() == 9
+    assert InboundMessage.objects.filter(license=license, message_id="<twice@client.example>").count() == 1
+    with socket.create_server(("127.0.0.1", port)):
+        pass  # the port is free again
 
 
 # --- the admin's raw message --------------------------------------------------------------------------------

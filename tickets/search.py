@@ -78,6 +78,18 @@ def build_search_text(ticket, message_texts) -> str:
     return "\n".join(part for part in parts if part)[:SEARCH_TEXT_MAX_CHARS]
 
 
+def vector(language: str, text: str) -> RawSQL | None:
+    """reindex()'s tsvector of `text` as a value for an INSERT or UPDATE (PostgreSQL; None elsewhere), so that
+    a write sets the search text and its vector in one statement."""
+    if connection.vendor != "postgresql":
+        return None
+    return RawSQL(
+        "(SELECT to_tsvector(v.config, v.text) || to_tsvector('simple'::regconfig, v.text) "
+        "FROM (SELECT %s::regconfig AS config, %s::text AS text) AS v)",
+        [pg_config(language), text],
+    )
+
+
 def reindex(ticket) -> None:
     """Refresh the tsvector from `search_text` (PostgreSQL; call inside the write's transaction)."""
     if connection.vendor != "postgresql":

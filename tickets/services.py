@@ -66,13 +66,21 @@ def _note_language(license: License, language: str) -> None:
     license.detected_languages = locked.detected_languages
 
 
-def _refresh_text(ticket: Ticket) -> None:
-    """Language, search text and tsvector from the ticket's current subject and messages."""
-    texts = list(Message.objects.filter(ticket=ticket).order_by("created_at").values_list("text", flat=True))
+def _text_fields(ticket: Ticket, texts: list[str]) -> dict:
+    """Language, search text and (PostgreSQL) tsvector from the subject and the message texts, oldest first."""
     ticket.language = search.detect_language("\n".join([ticket.subject, *texts]))
     ticket.search_text = search.build_search_text(ticket, texts)
-    Ticket.objects.filter(pk=ticket.pk).update(language=ticket.language, search_text=ticket.search_text)
-    search.reindex(ticket)
+    fields = {"language": ticket.language, "search_text": ticket.search_text}
+    vector = search.vector(ticket.language, ticket.search_text)
+    if vector is not None:
+        fields["search_vector"] = vector
+    return fields
+
+
+def _refresh_text(ticket: Ticket) -> None:
+    """Language, search text and tsvector from the ticket's current subject and messages (one UPDATE)."""
+    texts = list(Message.objects.filter(ticket=ticket).order_by("created_at").values_list("text", flat=True))
+    Ticket.objects.filter(pk=ticket.pk).update(**_text_fields(ticket, texts))
     _note_language(ticket.license, ticket.language)
 
 
@@ -97,13 +105,17 @@ def _add_message(
     )
     message.save()
     history.message(message)
+    _message_times(ticket, is_private=is_private, author_type=author_type, now=now)
+    return message
+
+
+def _message_times(ticket: Ticket, *, is_private: bool, author_type: str, now) -> None:
     if not is_private:
         ticket.last_message_at = now
         if author_type == "agent":
             ticket.last_agent_message_at = now
         elif author_type == "client":
             ticket.last_client_message_at = now
-    return message
 
 
 def _apply_assignment(ticket: Ticket, assignment: dict) -> None:
@@ -128,6 +140,23 @@ def _set_relations(ticket: Ticket, *, teams=None, tags=None, followers=None) -> 
     if followers is not None:
         same_license(license, followers, "followers")
         ticket.followers.set(followers)
+
+
+def _link_new_ticket(ticket: Ticket, teams) -> None:
+    """A new ticket's team links in one INSERT (it has none to compare with). The teams are kept as the ticket's
+    prefetched `teams` (Django drops that cache when the relation is changed through the ticket), so the
+    autoassignment and the mail receivers that follow read them without a query."""
+    teams = list(dict.fromkeys(teams))
+    same_license(ticket.license, teams, "teamIDs")
+    TicketTeam.objects.bulk_create(
+        TicketTeam(ticket=ticket, team=team, **_link_copies(ticket)) for team in teams
+    )
+    prefetched = ticket.teams.all()
+    prefetched._result_cache, prefetched._prefetch_done = teams, True
+    ticket._prefetched_objects_cache = {
+        **getattr(ticket, "_prefetched_objects_cache", {}),
+        "teams": prefetched,
+    }
 
 
 def _link_copies(ticket: Ticket) -> dict:
@@ -190,18 +219,26 @@ def ticket_create(
     _apply_assignment(ticket, assignment)
     stamp_create(ticket)
     ticket.status_changed_at = ticket.last_message_at = ticket.created_at
+    # the row is inserted complete, in one statement: the first message's times, the search columns
+    _message_times(
+        ticket, is_private=message.get("isPrivate", False), author_type=author_type, now=ticket.created_at
+    )
+    for name, value in _text_fields(ticket, [message["text"]]).items():
+        setattr(ticket, name, value)
     ticket.save()
+    ticket.__dict__.pop("search_vector", None)  # the SQL expression: read from the row if ever needed
+    _note_language(license, ticket.language)
     txn = _bind_transaction(license, transaction_id, ticket)
     history = History(ticket, now=ticket.created_at, created=True)
     added = _add_message(
         ticket, data=message, author_type=author_type, author_agent=author_agent, txn=txn, history=history
     )
-    ticket.save(update_fields=["last_message_at", "last_agent_message_at", "last_client_message_at"])
     if not teams:
         teams = [license.default_team] if license.default_team_id else []
     if ticket.assignment_team is not None and ticket.assignment_team not in teams:
         teams = [*teams, ticket.assignment_team]
-    _set_relations(ticket, teams=teams, tags=tags, followers=followers)
+    _link_new_ticket(ticket, teams)
+    _set_relations(ticket, tags=tags, followers=followers)
     # Before the message's receivers run, so that the mail out and the notifications see the assignee.
     automatic = autoassign.autoassign(ticket, history=history) if ticket.assignment_agent_id is None else None
     if automatic is None and (ticket.assignment_team_id or ticket.assignment_agent_id):
@@ -212,7 +249,6 @@ def ticket_create(
             agent=ticket.assignment_agent,
             by_agent=author_agent or acting_agent(license.pk),
         )
-    _refresh_text(ticket)
     history.save()
     counts.invalidate(license.pk)
     ticket.last_added_message = added

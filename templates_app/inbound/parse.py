@@ -12,6 +12,7 @@ import dataclasses
 import email
 import email.policy
 import email.utils
+import functools
 import hashlib
 import mimetypes
 import re
@@ -86,6 +87,25 @@ class ParsedMail:
 
 
 # --- headers --------------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed_header(name: str, value: str):
+    return email.policy.default.header_fetch_parse(name, value)
+
+
+class _Policy(email.policy.EmailPolicy):
+    """policy.default, except that a header is parsed once: the standard library parses a header again on every
+    read (get_body() and get_content_type() read Content-Type over and over, ~30 parses per mail). Parsed
+    headers are immutable str objects, so one is shared by every read of the same name and value."""
+
+    def header_fetch_parse(self, name, value):
+        if hasattr(value, "name"):
+            return value
+        return _parsed_header(name, value)
+
+
+POLICY = _Policy()
 
 
 def _header(msg: EmailMessage, name: str) -> str:
@@ -326,7 +346,7 @@ def _file_name(part, index: int) -> str:
 
 
 def parse(raw: bytes) -> ParsedMail:
-    msg: EmailMessage = email.message_from_bytes(raw, policy=email.policy.default)
+    msg: EmailMessage = email.message_from_bytes(raw, policy=POLICY)
     ids = message_ids(_raw_header(msg, "Message-ID"))
     message_id = ids[0] if ids else f"<{hashlib.sha256(raw).hexdigest()}@no-message-id>"
 

@@ -27,7 +27,12 @@ def license_for(addresses) -> Target | None:
     for address, inbound in parsed:
         if inbound is None:
             continue
-        license = License.objects.filter(pk=inbound.license_id).first()
+        # with what a new ticket's mail reads: the default team (and template) it lands in
+        license = (
+            License.objects.select_related("default_team__template", "default_template")
+            .filter(pk=inbound.license_id)
+            .first()
+        )
         if license is not None:
             same = [p for _, p in parsed if p is not None and p.license_id == license.pk]
             return Target(license, address.strip().strip("<>").lower(), same)

@@ -269,15 +269,14 @@ def _store(target: Target, raw: bytes, mail: parse.ParsedMail, envelope_sender) 
         size=len(raw),
     )
     with unit_of_work():
-        # first, so that a concurrent delivery of the same message waits here on the unique index and then
-        # fails (IntegrityError) before it writes anything else
-        inbound.save(force_insert=True)
         with acting_as(Actor(type=EMAIL_MESSAGE, email=sender)):
             _handle(inbound, target, mail, envelope_sender)
             _mark_inbox_used(target.license)
         inbound.raw.save(f"{inbound.pk}.eml", ContentFile(raw), save=False)
+        # inserted last, complete, in one statement: a concurrent delivery of the same message fails here on
+        # the unique index (IntegrityError: everything it wrote is rolled back) and is answered as a duplicate
         try:
-            inbound.save()
+            inbound.save(force_insert=True)
         except Exception:
             inbound.raw.delete(save=False)
             raise

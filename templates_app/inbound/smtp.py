@@ -9,12 +9,21 @@ and then works again). Replies:
 - 552 5.3.4 too large (aiosmtpd's own size check answers 552 too, and the EHLO SIZE extension announces it);
 - 451 4.3.0 temporary failure (database trouble): the client retries, and a retry stores nothing twice.
 With LMTP, DATA gets one reply per accepted recipient, in RCPT order (RFC 2033).
+
+One process runs Python on one core at a time (the GIL), so `serve_forked` runs several: the parent binds the
+port once (an address in use fails there, loudly), forks the children, which all accept on that one socket,
+and on SIGTERM/SIGINT stops them and waits for the mails they are storing.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
+import signal
+import socket
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -122,9 +131,26 @@ class InboundHandler:
 
 
 class InboundController(Controller):
-    def __init__(self, handler: InboundHandler, **kwargs):
+    """aiosmtpd's threaded controller; `sock`: accept on this listening socket (shared with sibling processes)
+    instead of binding hostname:port."""
+
+    def __init__(self, handler: InboundHandler, *, sock: socket.socket | None = None, **kwargs):
         kwargs.setdefault("data_size_limit", settings.INBOUND_MAX_MESSAGE_BYTES)
         super().__init__(handler, **kwargs)
+        self.sock = sock
+
+    def _create_server(self):
+        if self.sock is None:
+            return super()._create_server()
+        return self.loop.create_server(self._factory_invoker, sock=self.sock, ssl=self.ssl_context)
+
+    def _trigger_server(self):
+        if self.sock is None:
+            return super()._trigger_server()
+        # aiosmtpd checks its factory with a test connection, which a sibling process could accept: call the
+        # factory in the loop's thread instead
+        self.loop.call_soon_threadsafe(self._factory_invoker)
+        return None
 
     def stop(self, *args, **kwargs):
         super().stop(*args, **kwargs)
@@ -135,11 +161,78 @@ class InboundController(Controller):
         return server_class(self.handler, **self.SMTP_kwargs)
 
 
-def make_controller(*, host: str, port: int, lmtp: bool = False, workers: int = 4) -> InboundController:
+def make_controller(
+    *, host: str, port: int, lmtp: bool = False, workers: int = 4, sock: socket.socket | None = None
+) -> InboundController:
     return InboundController(
         InboundHandler(lmtp=lmtp, workers=workers),
+        sock=sock,
         hostname=host,
         port=port,
         # not a user-facing mail server: no AUTH, and large messages are read whole before the size reply
         ident="helpdesk inbound",
     )
+
+
+# --- running ------------------------------------------------------------------------------------------------
+
+_stop = threading.Event()  # set by SIGTERM/SIGINT; each process (parent, child) has its own
+
+
+def _on_stop_signal(signum, frame) -> None:
+    _stop.set()
+
+
+def serve(controller: InboundController, *, ready=None) -> None:
+    """Run `controller` until SIGTERM or SIGINT, then stop it (in-flight mails are finished first)."""
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _on_stop_signal)
+    controller.start()
+    if ready is not None:
+        ready()
+    try:
+        _stop.wait()
+    finally:
+        controller.stop()
+
+
+def serve_forked(*, host: str, port: int, lmtp: bool, workers: int, processes: int, ready=None) -> int:
+    """`processes` listener processes accepting on one socket; returns the exit status (0: stopped by a signal,
+    1: a child died, and then the others are stopped too, so that the supervisor restarts the whole)."""
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _on_stop_signal)
+    listening = socket.create_server((host, port), backlog=128)
+    connections.close_all()  # a connection must never be shared across a fork
+    children = []
+    for _ in range(processes):
+        pid = os.fork()
+        if pid == 0:  # the child: serve on the inherited socket until told to stop, never return
+            status = 1
+            try:
+                serve(make_controller(host=host, port=port, lmtp=lmtp, workers=workers, sock=listening))
+                status = 0
+            except BaseException:
+                logger.exception("smtp_inbound: listener process %s failed", os.getpid())
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(status)
+        children.append(pid)
+    listening.close()  # the children hold it; the port is free again once they are gone
+    if ready is not None:
+        ready()
+    status = 0
+    while not _stop.is_set():
+        pid, code = os.waitpid(-1, os.WNOHANG)
+        if pid:
+            logger.error("smtp_inbound: listener process %s exited (%s): stopping the others", pid, code)
+            children.remove(pid)
+            status = 1
+            break
+        _stop.wait(0.5)
+    for pid in children:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    for pid in children:
+        os.waitpid(pid, 0)
+    return status

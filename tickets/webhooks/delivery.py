@@ -19,7 +19,6 @@ import logging
 import time
 from datetime import timedelta
 
-import httpx
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
@@ -64,6 +63,8 @@ def _host_header(target: guard.Target) -> str:
 
 def _post(delivery: WebhookDelivery, webhook: Webhook) -> tuple[int | None, str, str]:
     """One POST: (response code or None, first KB of the response, error)."""
+    import httpx  # here: every process that writes tickets imports this module, few of them send webhooks
+
     target = guard.resolve(webhook.url)  # raises UnsafeURL
     timestamp = str(int(time.time()))
     headers = {
@@ -120,6 +121,8 @@ def attempt(*, delivery_id) -> WebhookDelivery | None:
             # Switched off after the event: not sent. A redelivery after switching it on sends it.
             _finish(delivery, WebhookDelivery.FAILED, error="The webhook is switched off (active is false).")
             return delivery
+        import httpx
+
         started = time.monotonic()
         code, text, error = None, "", ""
         try:

@@ -27,6 +27,7 @@ class Command(BaseCommand):
         "Receive one RFC 5322 message from stdin (exit 0 stored, 67 unknown recipient, 75 try again later)."
     )
     stealth_options = ("stdin",)  # tests hand in a byte stream
+    requires_system_checks = []
 
     def add_arguments(self, parser):
         parser.add_argument(
