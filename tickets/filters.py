@@ -177,10 +177,11 @@ class ParamFilter(django_filters.Filter):
 class Linked(Expression):
     """`EXISTS (SELECT 1 FROM <ticket's many-to-many table> WHERE it links the ticket [to one of ids])`.
 
-    What `Exists(Ticket.tags.through.objects.filter(ticket_id=OuterRef("pk"), tag_id=...))` compiles to, with
+    What `Exists(Ticket.tags.through.objects.filter(ticket_id=OuterRef("pk"), ...))` compiles to, with
     the same plan, without its cost: Exists resolves and compiles a whole subquery, and a search compiles its
-    conditions twice (the count's cache key, then the page): ~0.75 ms per tag filter on the hottest path,
-    ~0.1 ms with this. Negate it with `~`.
+    conditions twice (the count's cache key, then the page). Measured against Exists (session 6, bench/README.md):
+    0.7 ms of CPU saved for `hasTags=N`, 1.0-1.4 ms for two `tagIDs[]`, 0.4-0.6 ms for one `teamIDs[]`, i.e.
+    7-25% of such a request's CPU, so it stays. Negate it with `~`.
     """
 
     output_field = BooleanField()
@@ -290,10 +291,13 @@ class TicketFilterSet(StrictFilterSet):
     }
 
     def __init__(self, data=None, queryset=None, *, request=None, prefix=None, license=None):
-        # django-filter deep-copies every filter, and so every form field, per request (~1.5 ms for this
-        # many parameters). The filters keep no per-request state but `model` and `parent`, so shallow copies
-        # sharing form fields built once will do; the form class is built once too, and its instances share
-        # its fields (helpdesk.api.forms).
+        # django-filter deep-copies every filter, and so every form field, per request, and builds a form
+        # class. The filters keep no per-request state but `model` and `parent`, so shallow copies sharing
+        # form fields built once will do; the form class is built once too, and its instances share its fields
+        # (helpdesk.api.forms). Measured (session 6, bench/README.md): django-filter's own __init__ and form
+        # class cost 1.7 ms more CPU per search, about a third of the request; the shared form fields alone
+        # 0.7-0.8 ms. Safe only because every filter here builds its field from the class alone (no
+        # request-dependent queryset, as a ModelChoiceFilter would have).
         if queryset is None:
             queryset = self._meta.model._default_manager.all()
         self.is_bound = data is not None

@@ -70,7 +70,6 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import BasePagination
 from rest_framework.response import Response
 
-from helpdesk.api.forms import shared_fields
 from helpdesk.api.relative_dates import ISO_TIMESTAMP
 
 PAGE = "page"
@@ -399,11 +398,11 @@ def cursor_text(value) -> str:
 
 @functools.cache
 def _params_form(sort_fields: tuple[str, ...], max_page_size: int):
-    """The form of the pagination parameters, one class per view configuration (fields shared by instances)."""
+    """The form of the pagination parameters, one class per view configuration."""
     fields = {
         PAGE: forms.IntegerField(required=False, min_value=1, max_value=MAX_PAGE),
         PAGE_SIZE: forms.IntegerField(required=False, min_value=1, max_value=max_page_size),
         ORDER: forms.ChoiceField(required=False, choices=[("asc", "asc"), ("desc", "desc")]),
         SORT_BY: forms.ChoiceField(required=False, choices=[(name, name) for name in sort_fields]),
     }
-    return shared_fields(type("PaginationParamsForm", (forms.Form,), fields))
+    return type("PaginationParamsForm", (forms.Form,), fields)
