@@ -29,6 +29,8 @@ os.environ.setdefault("ALLOWED_HOSTS", "127.0.0.1")
 # Thousands of requests a minute on one token: counted like any request (that cost is measured), never a 429.
 os.environ.setdefault("RATE_LIMIT_PER_TOKEN", "1000000000")
 os.environ.setdefault("RATE_LIMIT_PER_LICENSE", "1000000000")
+# Plain http in-process: with DEBUG=false the settings redirect every request to https (a 301).
+os.environ.setdefault("SECURE_SSL_REDIRECT", "false")
 
 CLASSES = {
     "inbox": {"status": "open", "sortBy": "lastMessageAt"},

@@ -155,7 +155,7 @@ def test_a_list_costs_the_same_queries_whatever_the_page_size(owner, django_asse
     assert all(t["teamIDs"] and t["tagIDs"] and t["followers"] for t in response.json())
 
 
-def test_id_filters_that_match_need_no_existence_query(owner, django_assert_num_queries):
+def test_id_filters_are_looked_up_in_one_query_before_the_search(owner, django_assert_num_queries):
     # given tickets of a team, with a tag, a follower and an assignee
     team, tag, follower = _rich_tickets(owner.license, 3)
     params = {
@@ -166,23 +166,36 @@ def test_id_filters_that_match_need_no_existence_query(owner, django_assert_num_
         "follower": str(follower.pk),
     }
     owner.client.get("/v1/tickets", params)  # warm the count cache
-    # then the search matched, which proves every ID exists in the license: the same queries as no filter
-    with django_assert_num_queries(2 if connection.vendor == "postgresql" else 3):
+    # then: the caller, one query for the teams, tags and agents named, and the page (as with no filter)
+    with django_assert_num_queries(3 if connection.vendor == "postgresql" else 4):
         response = owner.client.get("/v1/tickets", params)
     assert response["X-Total-Results"] == "4"
 
 
-def test_id_filters_that_match_nothing_are_looked_up_once_per_kind(owner, django_assert_num_queries):
+def test_id_filters_that_match_nothing_cost_the_same_queries(owner, django_assert_num_queries):
     # given a team and a tag of the license that no ticket has
     _rich_tickets(owner.license, 3)
     team, tag = TeamFactory(license=owner.license), TagFactory(license=owner.license)
     params = {"teamIDs[]": [str(team.pk)], "assignment.teamID": str(team.pk), "tagIDs[]": [str(tag.pk)]}
     owner.client.get("/v1/tickets", params)
-    # then: the caller, the (empty) page, the teams and the tags looked up
-    with django_assert_num_queries(4):
+    # then: the caller, the teams and tags looked up, the (empty) page
+    with django_assert_num_queries(3):
         response = owner.client.get("/v1/tickets", params)
     assert response.status_code == 200
     assert response["X-Total-Results"] == "0"
+
+
+def test_an_unknown_id_is_a_400_before_the_search_runs(owner, other_license, django_assert_num_queries):
+    # given a team of another license
+    foreign = TeamFactory(license=other_license)
+    owner.client.get("/v1/tickets")  # the token's first use is recorded once
+    # then: the caller and the look-up, no page and no count
+    with django_assert_num_queries(2):
+        response = owner.client.get(
+            "/v1/tickets", {"teamIDs[]": [str(foreign.pk)], "tagIDs[]": [str(foreign.pk)]}
+        )
+    assert response.status_code == 400
+    assert set(response.json()["details"]) == {"teamIDs[]"}
 
 
 def test_the_total_is_counted_without_the_output_joins(owner, tied):

@@ -19,7 +19,6 @@ from django.db.models import BooleanField, Expression, Q
 from django.http import QueryDict
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
-from rest_framework.exceptions import ValidationError
 
 from accounts.models import Agent, Team
 from helpdesk.api.filtersets import StrictFilterSet
@@ -178,10 +177,11 @@ class ParamFilter(django_filters.Filter):
 class Linked(Expression):
     """`EXISTS (SELECT 1 FROM <ticket's many-to-many table> WHERE it links the ticket [to one of ids])`.
 
-    What `Exists(Ticket.tags.through.objects.filter(ticket_id=OuterRef("pk"), tag_id=...))` compiles to, with
+    What `Exists(Ticket.tags.through.objects.filter(ticket_id=OuterRef("pk"), ...))` compiles to, with
     the same plan, without its cost: Exists resolves and compiles a whole subquery, and a search compiles its
-    conditions twice (the count's cache key, then the page): ~0.75 ms per tag filter on the hottest path,
-    ~0.1 ms with this. Negate it with `~`.
+    conditions twice (the count's cache key, then the page). Measured against Exists (session 6, bench/README.md):
+    0.7 ms of CPU saved for `hasTags=N`, 1.0-1.4 ms for two `tagIDs[]`, 0.4-0.6 ms for one `teamIDs[]`, i.e.
+    7-25% of such a request's CPU, so it stays. Negate it with `~`.
     """
 
     output_field = BooleanField()
@@ -280,7 +280,8 @@ class TicketFilterSet(StrictFilterSet):
         model = Ticket
         fields: list[str] = []
 
-    # IDs named by these parameters must exist in the caller's license (else 400 naming the parameter).
+    # IDs named by these parameters must exist in the caller's license (else 400 naming the parameter,
+    # tickets.selectors).
     RELATED = {
         "teamIDs[]": Team,
         "assignment.teamID": Team,
@@ -288,20 +289,22 @@ class TicketFilterSet(StrictFilterSet):
         "follower": Agent,
         "assignment.agentID": Agent,
     }
-    # Every ID of these parameters is linked to each ticket they match (teamIDs[] links only one of its IDs).
-    MATCH_ALL = {"assignment.teamID", "tagIDs[]", "follower", "assignment.agentID"}
 
-    def __init__(self, data=None, queryset=None, *, request=None, prefix=None):
-        # django-filter deep-copies every filter, and so every form field, per request (~1.5 ms for this
-        # many parameters). The filters keep no per-request state but `model` and `parent`, so shallow copies
-        # sharing form fields built once will do; the form class is built once too, and its instances share
-        # its fields (helpdesk.api.forms).
+    def __init__(self, data=None, queryset=None, *, request=None, prefix=None, license=None):
+        # django-filter deep-copies every filter, and so every form field, per request, and builds a form
+        # class. The filters keep no per-request state but `model` and `parent`, so shallow copies sharing
+        # form fields built once will do; the form class is built once too, and its instances share its fields
+        # (helpdesk.api.forms). Measured (session 6, bench/README.md): django-filter's own __init__ and form
+        # class cost 1.7 ms more CPU per search, about a third of the request; the shared form fields alone
+        # 0.7-0.8 ms. Safe only because every filter here builds its field from the class alone (no
+        # request-dependent queryset, as a ModelChoiceFilter would have).
         if queryset is None:
             queryset = self._meta.model._default_manager.all()
         self.is_bound = data is not None
         self.data = data or QueryDict()
         self.queryset = queryset
         self.request = request
+        self.license = license  # whose search (the full-text languages)
         self.form_prefix = prefix
         self.filters = {}
         for name, shared in self._prepared_filters().items():
@@ -324,10 +327,6 @@ class TicketFilterSet(StrictFilterSet):
         if cls.__dict__.get("_form_class") is None:
             cls._form_class = shared_fields(super().get_form_class())
         return cls._form_class
-
-    @property
-    def license(self):
-        return self.request.license
 
     # Parameters that leave a team inbox a team inbox (see count_queryset).
     INBOX_PARAMS = {"teamIDs[]", "status", "silo", "spam", "timezone", "priorityOp", "eventsScope"}
@@ -354,30 +353,6 @@ class TicketFilterSet(StrictFilterSet):
         )
         return links if len(team_ids) == 1 else links.values("ticket_id").distinct()
 
-    def check_related(self, *, matched: bool) -> None:
-        """A 400 naming the parameter when an ID it names is not one of the license's teams, tags or agents.
-
-        Call it once the search is counted: tickets link only to their own license's teams, tags and agents
-        (tickets.services checks every link), so when anything matched, the IDs of the `MATCH_ALL` parameters
-        (and a single `teamIDs[]`) exist; the common search needs no look-up. Otherwise one query per model.
-        """
-        wanted: dict[type, dict[uuid.UUID, str]] = {}
-        for param, model in self.RELATED.items():
-            value = self.form.cleaned_data.get(param)
-            values = value if isinstance(value, list) else [value]
-            ids = [item for item in values if isinstance(item, uuid.UUID)]
-            if matched and (param in self.MATCH_ALL or len(ids) == 1):
-                continue
-            for item in ids:
-                wanted.setdefault(model, {})[item] = param
-        for model, ids in wanted.items():
-            found = set(
-                model.objects.for_license(self.license).filter(pk__in=ids).values_list("pk", flat=True)
-            )
-            for pk, param in ids.items():
-                if pk not in found:
-                    raise ValidationError({param: [f"'{pk}' does not exist in this license."]})
-
     # --- methods (each gets the cleaned value; None/empty never reaches them) ---
 
     @extend_schema_field(OpenApiTypes.STR)
@@ -386,7 +361,7 @@ class TicketFilterSet(StrictFilterSet):
 
     @extend_schema_field({"type": "string", "enum": ["all", "none"], "default": "none"})
     def filter_events_scope(self, queryset, name, value):
-        return queryset  # read by the view: whether the documents carry their events
+        return queryset  # read by tickets.selectors: whether the documents carry their events
 
     @extend_schema_field(OpenApiTypes.STR)
     def filter_silo(self, queryset, name, value):

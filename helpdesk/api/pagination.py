@@ -47,7 +47,9 @@ serve from a cache) and the page (``pageSize + 1`` rows, the extra one telling w
 Usage: ``pagination_class = KeysetPagination`` on a DRF view with ``sort_fields = {"createdAt": "created_at"}``;
 or directly: ``KeysetPagination(sort_fields=...).paginate_queryset(queryset, request)``. The paginator returns the
 page's items (model instances or ``.values()`` dicts); the view renders them and hands them to
-``get_paginated_response(data)`` (or copies ``paginator.headers`` onto its own response).
+``get_paginated_response(data)`` (or copies ``paginator.headers`` onto its own response). A selector that counts
+and fetches in its own way calls the steps itself: ``parse(params)`` (validation, no query), ``page(queryset,
+fetch=...)`` and ``response_headers(request, count)`` (tickets.selectors.ticket_search).
 """
 
 from __future__ import annotations
@@ -68,7 +70,6 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import BasePagination
 from rest_framework.response import Response
 
-from helpdesk.api.forms import shared_fields
 from helpdesk.api.relative_dates import ISO_TIMESTAMP
 
 PAGE = "page"
@@ -175,16 +176,28 @@ class KeysetPagination(BasePagination):
         """The items of the requested page (a list), in the request's order; a 400 for invalid parameters."""
         self.request = request
         self._configure(view)
-        self._parse(getattr(request, "query_params", None) or request.GET)
+        self.parse(getattr(request, "query_params", None) or request.GET)
+        self.page(queryset)
+        self.count = self.get_count(queryset)
+        return self.items
+
+    def parse(self, query_params: QueryDict) -> None:
+        """Validate the pagination parameters (a 400 naming the first invalid one); runs no query."""
+        self._parse(query_params)
+
+    def page(self, queryset, fetch=None) -> list:
+        """The items of the parsed page of `queryset`, in the request's order, fetched by `fetch(page_queryset)`
+        (default: `fetch_page`) in one query. Call `parse` first."""
+        fetch = fetch or self.fetch_page
         model = queryset.model
         self.pk_name = model._meta.pk.attname
         descending = self.order == "desc"
         size = self.page_size
 
         if self.cursor is None:
-            offset = (self.page - 1) * size
-            rows = self.fetch_page(queryset.order_by(*self._ordering(descending))[offset : offset + size + 1])
-            self.has_next, self.has_prev = len(rows) > size, self.page > 1
+            offset = (self.page_number - 1) * size
+            rows = fetch(queryset.order_by(*self._ordering(descending))[offset : offset + size + 1])
+            self.has_next, self.has_prev = len(rows) > size, self.page_number > 1
             items = rows[:size]
         else:
             forward = self.cursor.direction == "next"
@@ -193,17 +206,13 @@ class KeysetPagination(BasePagination):
                 F(self.sort_field), F("pk"), op, self._cursor_value(model), self._cursor_pk(model)
             )
             walk_descending = descending if forward else not descending
-            rows = self.fetch_page(
-                queryset.filter(condition).order_by(*self._ordering(walk_descending))[: size + 1]
-            )
+            rows = fetch(queryset.filter(condition).order_by(*self._ordering(walk_descending))[: size + 1])
             more, items = len(rows) > size, rows[:size]
             if forward:
                 self.has_next, self.has_prev = more, True
             else:
                 items.reverse()
                 self.has_next, self.has_prev = True, more
-
-        self.count = self.get_count(queryset)
         self.items = items
         return items
 
@@ -265,21 +274,28 @@ class KeysetPagination(BasePagination):
 
     @property
     def total_pages(self) -> int:
-        return math.ceil(self.count / self.page_size) if self.count else 0
+        return self._total_pages(self.count)
+
+    def _total_pages(self, count: int) -> int:
+        return math.ceil(count / self.page_size) if count else 0
 
     @property
     def headers(self) -> dict[str, str]:
-        headers = {"X-Total-Results": str(self.count), "X-Total-Pages": str(self.total_pages)}
+        return self.response_headers(self.request, self.count)
+
+    def response_headers(self, request, count: int) -> dict[str, str]:
+        """X-Total-Results, X-Total-Pages and Link for the fetched page, whose filtered set has `count` items."""
+        headers = {"X-Total-Results": str(count), "X-Total-Pages": str(self._total_pages(count))}
         links = []
         if self.items and self.has_next:
-            links.append(f'<{self.cursor_url("next", self.items[-1])}>; rel="next"')
+            links.append(f'<{self.cursor_url(request, "next", self.items[-1])}>; rel="next"')
         if self.items and self.has_prev:
-            links.append(f'<{self.cursor_url("prev", self.items[0])}>; rel="prev"')
+            links.append(f'<{self.cursor_url(request, "prev", self.items[0])}>; rel="prev"')
         if links:
             headers["Link"] = ", ".join(links)
         return headers
 
-    def cursor_url(self, direction: str, item) -> str:
+    def cursor_url(self, request, direction: str, item) -> str:
         """This request's URL with the cursor of `item` (`next` or `prev`), without `page` and old cursors."""
         value, pk = self._key(item)
         params = self.query_params.copy()
@@ -287,7 +303,7 @@ class KeysetPagination(BasePagination):
             params.pop(name, None)
         params[f"{direction}.value"] = cursor_text(value)
         params[f"{direction}.ID"] = str(pk)
-        return self.request.build_absolute_uri(f"{self.request.path}?{params.urlencode()}")
+        return request.build_absolute_uri(f"{request.path}?{params.urlencode()}")
 
     # --- internals -----------------------------------------------------------------------------------------
 
@@ -306,7 +322,7 @@ class KeysetPagination(BasePagination):
             name, messages = next(iter(form.errors.items()))
             raise ValidationError({name: list(messages)})
         data = form.cleaned_data
-        self.page = data[PAGE] or 1
+        self.page_number = data[PAGE] or 1
         self.page_size = data[PAGE_SIZE] or self.default_page_size
         self.order = data[ORDER] or self.default_order
         self.sort_by = data[SORT_BY] or self.default_sort
@@ -325,7 +341,7 @@ class KeysetPagination(BasePagination):
         for name, other in ((value_name, id_name), (id_name, value_name)):
             if name not in given:
                 raise _error(name, f"Required together with {other}.")
-        if self.page != 1:
+        if self.page_number != 1:
             raise _error(PAGE, "A cursor already selects the page: leave out page (or send page=1).")
         value = parse_timestamp(value_name, query_params[value_name].strip())
         return Cursor(direction, value, query_params[id_name].strip())
@@ -382,11 +398,11 @@ def cursor_text(value) -> str:
 
 @functools.cache
 def _params_form(sort_fields: tuple[str, ...], max_page_size: int):
-    """The form of the pagination parameters, one class per view configuration (fields shared by instances)."""
+    """The form of the pagination parameters, one class per view configuration."""
     fields = {
         PAGE: forms.IntegerField(required=False, min_value=1, max_value=MAX_PAGE),
         PAGE_SIZE: forms.IntegerField(required=False, min_value=1, max_value=max_page_size),
         ORDER: forms.ChoiceField(required=False, choices=[("asc", "asc"), ("desc", "desc")]),
         SORT_BY: forms.ChoiceField(required=False, choices=[(name, name) for name in sort_fields]),
     }
-    return shared_fields(type("PaginationParamsForm", (forms.Form,), fields))
+    return type("PaginationParamsForm", (forms.Form,), fields)

@@ -1,6 +1,7 @@
 """Strict input validation of tickets, tags and transactions, and the Ticket document of the OpenAPI schema.
 
-Responses are not built here: the output of the search hot path comes from `tickets.output`.
+Responses are not built here: tickets.output builds them from the table that `TicketDocSerializer` is derived
+from (tickets.document.DOCUMENT).
 """
 
 from __future__ import annotations
@@ -22,34 +23,8 @@ from helpdesk.api.fields import (
     StrictUUIDField,
 )
 from helpdesk.api.serializers import StampedOutputSerializer, StrictSerializer
+from tickets import document
 from tickets.models import AUTHOR_TYPES, EVENT_TYPES, PRIORITIES, SILOS, SOURCE_TYPES, STATUSES, Tag, Ticket
-
-
-class _RefDoc(serializers.Serializer):
-    ID = serializers.UUIDField()
-    shortID = serializers.CharField()
-    subject = serializers.CharField()
-
-
-class _NamedDoc(serializers.Serializer):
-    ID = serializers.UUIDField()
-    name = serializers.CharField()
-
-
-class _AssignmentDoc(serializers.Serializer):
-    team = _NamedDoc(allow_null=True)
-    agent = _NamedDoc(allow_null=True)
-
-
-class _PersonDoc(serializers.Serializer):
-    email = serializers.EmailField()
-    name = serializers.CharField()
-
-
-class _RatingDoc(serializers.Serializer):
-    score = serializers.ChoiceField(choices=["good", "bad"])
-    comment = serializers.CharField()
-    ratedAt = serializers.DateTimeField()
 
 
 class _EventAuthorDoc(serializers.Serializer):
@@ -81,8 +56,8 @@ class _ChangeDoc(serializers.Serializer):
 
 
 class _AssignmentChangeDoc(serializers.Serializer):
-    old = _AssignmentDoc()
-    new = _AssignmentDoc()
+    old = document.ASSIGNMENT.serializer()()
+    new = document.ASSIGNMENT.serializer()()
 
 
 class _SetChangeDoc(serializers.Serializer):
@@ -115,40 +90,17 @@ class TicketEventDocSerializer(serializers.Serializer):
     followers = _SetChangeDoc(required=False)
     teams = _SetChangeDoc(required=False)
     merge = _MergeDoc(required=False)
-    rating = _RatingDoc(required=False)
+    rating = document.RATING.serializer()(required=False)
 
     class Meta:
         ref_name = "TicketEvent"
 
 
 class TicketDocSerializer(serializers.Serializer):
-    """The Ticket object for the OpenAPI document only (responses are built by ticket_dicts())."""
+    """A ticket."""
 
-    ID = serializers.UUIDField()
-    licenseID = serializers.IntegerField()
-    createdAt = serializers.DateTimeField()
-    updatedAt = serializers.DateTimeField()
-    createdBy = serializers.UUIDField()
-    updatedBy = serializers.UUIDField()
-    createdByType = serializers.ChoiceField(choices=AUTHOR_TYPES)
-    shortID = serializers.CharField()
-    lastMessageAt = serializers.DateTimeField()
-    parent = _RefDoc(allow_null=True)
-    children = _RefDoc(many=True)
-    status = serializers.ChoiceField(choices=STATUSES)
-    priority = serializers.ChoiceField(choices=PRIORITIES)
-    subject = serializers.CharField()
-    teamIDs = serializers.ListField(child=serializers.UUIDField())
-    requester = _PersonDoc()
-    peopleInTheLoop = _PersonDoc(many=True)
-    tagIDs = serializers.ListField(child=serializers.UUIDField())
-    followers = serializers.ListField(child=serializers.UUIDField())
-    assignment = _AssignmentDoc()
-    customFields = serializers.DictField()
-    ratingRequeestSent = serializers.BooleanField()
-    rating = _RatingDoc(allow_null=True)
-    silo = serializers.ChoiceField(choices=SILOS)
-    language = serializers.CharField()
+    # Derived from the table that tickets.output builds the responses from.
+    locals().update(document.schema_fields(document.DOCUMENT))
     events = TicketEventDocSerializer(
         many=True, required=False, help_text="Single reads; in search only with eventsScope=all."
     )

@@ -17,7 +17,7 @@ from helpdesk.api.filtersets import StrictFilterBackend
 from helpdesk.api.pagination import KeysetPagination
 from helpdesk.api.permissions import WRITERS
 from helpdesk.api.tenancy import LicenseScopedViewSet
-from tickets import counts, services
+from tickets import selectors, services
 from tickets.api.serializers import (
     MergeSerializer,
     TagSerializer,
@@ -29,7 +29,7 @@ from tickets.api.serializers import (
 )
 from tickets.filters import TicketFilterSet
 from tickets.models import Tag, Ticket
-from tickets.output import ticket_document, ticket_page
+from tickets.output import ticket_document
 
 DEFAULT_MAX_ATTACHMENT_BYTES = 25 * 1024 * 1024
 # What the filter really reads: one parameter per custom field, not a string named `customFields`.
@@ -48,39 +48,14 @@ CUSTOM_FIELDS_PARAMETER = OpenApiParameter(
 )
 
 
-class TicketPagination(KeysetPagination):
-    """Keyset pagination whose exact totals come from the per-license count cache (tickets.counts) and whose
-    page is fetched as finished documents (tickets.output): items are `{"id", <sort field>, "doc"}`."""
-
-    count_queryset = None  # the filtered tickets without the output joins (set by the view)
-
-    def get_count(self, queryset) -> int:
-        queryset = self.count_queryset if self.count_queryset is not None else queryset
-        return counts.cached_count(queryset, self.request.license)
-
-    with_events = False  # eventsScope=all (set by the view)
-
-    def fetch_page(self, page_queryset) -> list:
-        return ticket_page(
-            page_queryset, self.sort_field, events=self.with_events, license_id=self.request.license.pk
-        )
-
-
-class TicketFilterBackend(StrictFilterBackend):
-    """StrictFilterBackend that leaves its FilterSet on the view, for the check that needs the total."""
-
-    def get_filterset(self, request, queryset, view):
-        view.filterset = super().get_filterset(request, queryset, view)
-        return view.filterset
-
-
 class TicketViewSet(LicenseScopedViewSet):
     queryset = Ticket.objects.all()
-    serializer_class = TicketDocSerializer  # the OpenAPI document's shape; responses come from tickets.output
+    # The search runs in tickets.selectors.ticket_search; these declare its parameters and response to OpenAPI.
+    serializer_class = TicketDocSerializer
     filterset_class = TicketFilterSet
-    filter_backends = [TicketFilterBackend]
-    pagination_class = TicketPagination
-    sort_fields = {"createdAt": "created_at", "updatedAt": "updated_at", "lastMessageAt": "last_message_at"}
+    filter_backends = [StrictFilterBackend]
+    pagination_class = KeysetPagination
+    sort_fields = selectors.SORT_FIELDS
     roles = {"create": WRITERS, "partial_update": WRITERS, "destroy": WRITERS, "child_tickets": WRITERS}
     lookup_url_kwarg = "ticketID"
 
@@ -94,13 +69,8 @@ class TicketViewSet(LicenseScopedViewSet):
 
     @extend_schema(responses={200: TicketDocSerializer(many=True)}, parameters=[CUSTOM_FIELDS_PARAMETER])
     def list(self, request):
-        queryset = self.filter_queryset(self.get_queryset())
-        # Count the filtered rows alone (an index-only scan, not the page's joins), or a team inbox's links.
-        self.paginator.count_queryset = self.filterset.count_queryset(queryset)
-        self.paginator.with_events = self.filterset.form.cleaned_data.get("eventsScope") == "all"
-        page = self.paginate_queryset(queryset)
-        self.filterset.check_related(matched=self.paginator.count > 0)
-        return self.get_paginated_response([item["doc"] for item in page])
+        search = selectors.ticket_search(request.license, request.query_params)
+        return Response(search.documents, headers=search.headers(request))
 
     @extend_schema(responses={200: TicketDocSerializer})
     def retrieve(self, request, **kwargs):

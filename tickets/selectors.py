@@ -1,0 +1,92 @@
+"""Ticket reads that are more than a one-line queryset: the search (`GET /v1/tickets`).
+
+`ticket_search(license, params)` runs the whole search in this order, each step a call below:
+
+1. the parameters: unknown names, the filters' values (TicketFilterSet) and the page's (KeysetPagination) are
+   checked; any invalid one is a 400 naming it, before any query;
+2. the teams, tags and agents the filters name must be the license's: one query, only when the search names
+   any (a 400 naming the parameter otherwise);
+3. the page: one statement that returns the finished documents (tickets.output), with their events when
+   `eventsScope=all` (one more query);
+4. the total: `tickets.counts.cached_count` of the filtered tickets (or, for a team inbox, of the team's links,
+   `TicketFilterSet.count_queryset`), from the cache unless a write to the license made it stale.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from django.db.models import CharField, Value
+from django.http import QueryDict
+from django_filters.utils import translate_validation
+from rest_framework.exceptions import ValidationError
+
+from accounts.models import License
+from helpdesk.api.pagination import PAGINATION_PARAMS, KeysetPagination
+from tickets import counts
+from tickets.filters import TicketFilterSet
+from tickets.models import Ticket
+from tickets.output import ticket_page
+
+SORT_FIELDS = {"createdAt": "created_at", "updatedAt": "updated_at", "lastMessageAt": "last_message_at"}
+
+
+@dataclass(frozen=True)
+class TicketSearch:
+    """One page of a search: its documents (in the response's order), the filtered total, the page's cursors."""
+
+    documents: list
+    total: int
+    paginator: KeysetPagination
+
+    def headers(self, request) -> dict[str, str]:
+        """X-Total-Results, X-Total-Pages and the Link header's cursor URLs (built from `request`'s URL)."""
+        return self.paginator.response_headers(request, self.total)
+
+
+def ticket_search(license: License, params: QueryDict) -> TicketSearch:
+    """Search the license's tickets with the query parameters `params` (the contract's, see tickets.filters and
+    helpdesk.api.pagination); a ValidationError (400) names the first invalid parameter."""
+    params = TicketFilterSet.check_params(params, frozenset(PAGINATION_PARAMS))
+    filterset = TicketFilterSet(params, Ticket.objects.for_license(license), license=license)
+    if not filterset.is_valid():
+        raise translate_validation(filterset.errors)
+    paginator = KeysetPagination(sort_fields=SORT_FIELDS)
+    paginator.parse(params)
+    _check_related_ids(license, filterset.form.cleaned_data)
+
+    tickets = filterset.qs
+    with_events = filterset.form.cleaned_data["eventsScope"] == "all"
+    items = paginator.page(
+        tickets,
+        fetch=lambda page: ticket_page(page, paginator.sort_field, events=with_events, license_id=license.pk),
+    )
+    total = counts.cached_count(filterset.count_queryset(tickets), license)
+    return TicketSearch([item["doc"] for item in items], total, paginator)
+
+
+def _check_related_ids(license: License, data: dict) -> None:
+    """A 400 naming the parameter when an ID it names is not one of the license's teams, tags or agents.
+
+    One query for all of them (a UNION of one `SELECT` per kind), none when the search names no ID."""
+    wanted: dict[tuple[str, uuid.UUID], str] = {}
+    models = {}
+    for param, model in TicketFilterSet.RELATED.items():
+        value = data.get(param)
+        for pk in value if isinstance(value, list) else [value]:
+            if isinstance(pk, uuid.UUID):  # not None, not `none`
+                wanted.setdefault((model._meta.label, pk), param)
+                models.setdefault(model._meta.label, (model, set()))[1].add(pk)
+    if not wanted:
+        return
+    selects = [
+        model.objects.for_license(license)
+        .filter(pk__in=ids)
+        .values_list(Value(label, output_field=CharField()), "pk")
+        for label, (model, ids) in models.items()
+    ]
+    found = set(selects[0].union(*selects[1:], all=True))
+    for key, param in wanted.items():
+        if key not in found:
+            raise ValidationError({param: [f"'{key[1]}' does not exist in this license."]})
