@@ -15,10 +15,12 @@ Writing (`unit_of_work`). Every write to tickets runs in a unit of work, the one
   the license rows in ID order (lock order: ticket rows, then license rows), and so drops every total;
 - and, for an exact declared write, it *carries* totals over: each license keeps a small registry (in the
   cache) of the filter sets whose count was expensive; `changing` re-tests the declared tickets against them in
-  one statement (how many rows each set counts among those tickets, before the change). After the commit, one
-  statement reads the generation and re-tests the same tickets again; if the generation is still G' (no other
-  write committed since), every entry cached under G becomes, under G', its count plus the difference. The
-  tickets were locked from the first test to the commit, so their state before was their state at G.
+  one statement that also reads the generation (how many rows each set counts among those tickets, before the
+  change, at generation G0). At the end the generation is raised from G to G'; only if G0 = G (no other write
+  committed in between, so the re-test saw the tickets as they are at G, links included) is anything carried:
+  after the commit, one statement reads the generation and re-tests the same tickets again; if the generation
+  is still G' (no other write committed since), every entry cached under G becomes, under G', its count plus
+  the difference. New tickets (`created`) counted nowhere before.
 A lost cache write, a Redis outage or a generation that moved on only mean a miss later: nothing that decides
 what is exact is kept in Redis. Several units of work in one transaction (a bulk action) carry nothing: all but
 the last see a later generation after the commit, and the last one's G is the transaction's own, never cached.
@@ -138,6 +140,7 @@ class _LicenseWrites:
     sets: dict | None = None  # digest -> (sql, params), as registered when the write began
     declared: set = field(default_factory=set)  # ticket IDs changed or created
     before: list | None = None  # per set: rows among the declared tickets before the change
+    seen: set = field(default_factory=set)  # the generations the before-tests ran at
     exact: bool = True
 
 
@@ -211,7 +214,9 @@ def changing(license_id: int, ticket_ids) -> None:
         writes.exact = False
         return
     if _load_sets(writes, license_id):
-        writes.before = [a + b for a, b in zip(writes.before, _retest(writes.sets, new), strict=True)]
+        seen, *rows = _retest(writes.sets, new, license_id=license_id)
+        writes.seen.add(seen)
+        writes.before = [a + b for a, b in zip(writes.before, rows, strict=True)]
 
 
 def created(license_id: int, ticket_id) -> None:
@@ -272,7 +277,8 @@ def _finish(uow: _UnitOfWork) -> None:
     for license_id in sorted(uow.licenses):  # one lock order for writes touching several licenses
         writes = uow.licenses[license_id]
         before, after = _bump(license_id)
-        if writes.exact and writes.sets and writes.declared:
+        # Carried only if no other write committed since the before-tests: then they saw the state at `before`.
+        if writes.exact and writes.sets and writes.declared and writes.seen <= {before}:
             transaction.on_commit(
                 lambda lid=license_id, w=writes, b=before, a=after: _carry(lid, w, b, a), robust=True
             )
