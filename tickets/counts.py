@@ -61,6 +61,7 @@ log = logging.getLogger(__name__)
 COUNT_TTL_SECONDS = 300
 REGISTRY_SIZE = 32  # filter sets re-tested per write, per license
 MAX_CARRIED_TICKETS = 100  # a write declaring more tickets drops the totals instead of re-testing them
+MAX_STEPS = 50  # writes a reader's roll forward may walk through
 
 
 def generation(license_id: int) -> int:
@@ -73,6 +74,16 @@ def _key(license_id: int, generation: int, digest: str) -> str:
 
 def _registry_key(license_id: int) -> str:
     return f"tickets:countsets:{license_id}"
+
+
+def _step_key(license_id: int, generation: int, digest: str) -> str:
+    """-> (the next generation, the set's count difference): written by the write that left `generation`."""
+    return f"tickets:countstep:{license_id}:{generation}:{digest}"
+
+
+def _latest_key(license_id: int, digest: str) -> str:
+    """-> (generation, count): the newest count known of the set, where a reader's roll forward starts."""
+    return f"tickets:countlatest:{license_id}:{digest}"
 
 
 # --- reading ----------------------------------------------------------------------------------------------
@@ -91,6 +102,9 @@ def cached_count(queryset, license) -> int:
     found = cache.get(_key(license.pk, license.tickets_generation, digest))
     if found is not None:
         return found
+    rolled = _roll_forward(license.pk, digest, license.tickets_generation)
+    if rolled is not None:
+        return rolled
     started = time.perf_counter()
     with connection.cursor() as cursor:
         cursor.execute(
@@ -99,9 +113,39 @@ def cached_count(queryset, license) -> int:
             [*params, license.pk],
         )
         current, count = cursor.fetchone()
-    cache.set(_key(license.pk, current, digest), count, COUNT_TTL_SECONDS)
+    cache.set_many(
+        {_key(license.pk, current, digest): count, _latest_key(license.pk, digest): (current, count)},
+        COUNT_TTL_SECONDS,
+    )
     if (time.perf_counter() - started) * 1000 >= settings.TICKET_COUNT_CARRY_MIN_MS:
         _register(license.pk, digest, sql, params)
+    return count
+
+
+def _roll_forward(license_id: int, digest: str, wanted: int) -> int | None:
+    """The set's newest known count moved forward through the writes' steps to generation `wanted`, or None.
+
+    A count that takes longer than the time between two writes would otherwise never be carried: by the time
+    it is stored, the next write has looked for it and not found it. A step exists only for an exact write, so
+    a missing one (a drop, a lost cache write) ends the walk and the caller counts."""
+    latest = cache.get(_latest_key(license_id, digest))
+    if latest is None:
+        return None
+    generation, count = latest
+    for _ in range(MAX_STEPS):
+        if generation >= wanted:
+            break
+        step = cache.get(_step_key(license_id, generation, digest))
+        if step is None:
+            return None
+        generation, count = step[0], count + step[1]
+    if generation < wanted:
+        return None
+    # (beyond `wanted`: a write committed during this request; its newer total is as good an answer)
+    cache.set_many(
+        {_key(license_id, generation, digest): count, _latest_key(license_id, digest): (generation, count)},
+        COUNT_TTL_SECONDS,
+    )
     return count
 
 
@@ -285,22 +329,18 @@ def _finish(uow: _UnitOfWork) -> None:
 
 
 def _carry(license_id: int, writes: _LicenseWrites, before_gen: int, after_gen: int) -> None:
-    """After the commit: store the totals of generation `before_gen` adjusted for the write under `after_gen`."""
+    """After the commit: each set's step from `before_gen` to `after_gen`, and its total under `after_gen` where
+    the one of `before_gen` is cached."""
     digests = list(writes.sets)
-    found = cache.get_many([_key(license_id, before_gen, d) for d in digests])
-    if not found:
-        return
-    keep = [i for i, d in enumerate(digests) if _key(license_id, before_gen, d) in found]
-    sets = {digests[i]: writes.sets[digests[i]] for i in keep}
-    current, *after = _retest(sets, sorted(writes.declared, key=str), license_id=license_id)
+    current, *after = _retest(writes.sets, sorted(writes.declared, key=str), license_id=license_id)
     if current != after_gen:
-        return  # another write committed since: its own unit of work carries, or the next count does
-    cache.set_many(
-        {
-            _key(license_id, after_gen, digests[i]): found[_key(license_id, before_gen, digests[i])]
-            + now
-            - writes.before[i]
-            for i, now in zip(keep, after, strict=True)
-        },
-        COUNT_TTL_SECONDS,
-    )
+        return  # another write committed since: the chain of steps ends here, the next count starts one
+    found = cache.get_many([_key(license_id, before_gen, d) for d in digests])
+    values = {}
+    for digest, now, then in zip(digests, after, writes.before, strict=True):
+        values[_step_key(license_id, before_gen, digest)] = (after_gen, now - then)
+        old = found.get(_key(license_id, before_gen, digest))
+        if old is not None:
+            values[_key(license_id, after_gen, digest)] = old + now - then
+            values[_latest_key(license_id, digest)] = (after_gen, old + now - then)
+    cache.set_many(values, COUNT_TTL_SECONDS)
