@@ -20,7 +20,11 @@ Writing (`unit_of_work`). Every write to tickets runs in a unit of work, the one
   committed in between, so the re-test saw the tickets as they are at G, links included) is anything carried:
   after the commit, one statement reads the generation and re-tests the same tickets again; if the generation
   is still G' (no other write committed since), every entry cached under G becomes, under G', its count plus
-  the difference. New tickets (`created`) counted nowhere before.
+  the difference, and each set gets a *step* (G -> G', difference). New tickets (`created`) counted nowhere
+  before. A miss rolls the set's newest known count forward through the steps (`_roll_forward`): a count that
+  takes longer than the time between two writes (300-500 ms for common words at 1M tickets, against 200 ms
+  between writes at 5/s) is stored under a generation the next write has already left; without the steps it
+  would never be carried. A step exists only for an exact write, so a drop ends every chain.
 A lost cache write, a Redis outage or a generation that moved on only mean a miss later: nothing that decides
 what is exact is kept in Redis. Several units of work in one transaction (a bulk action) carry nothing: all but
 the last see a later generation after the commit, and the last one's G is the transaction's own, never cached.
