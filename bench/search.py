@@ -243,7 +243,9 @@ class Checker(threading.Thread):
             if generation(credential["licenseID"]) != expected_generation:
                 return None
             response = client.get("/v1/tickets", params, HTTP_AUTHORIZATION=f"Basic {token}")
-            return int(response["X-Total-Results"])
+            # Authentication may write (a token's last use): in this snapshot a concurrent update of that row
+            # is a serialization failure (503), which leaves the response unverified.
+            return int(response["X-Total-Results"]) if response.status_code == 200 else None
 
     def run(self):
         from tickets import counts
