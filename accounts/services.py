@@ -38,7 +38,6 @@ from accounts.tokens import MIN_SCOPE, hash_token
 from helpdesk.context import acting_as, current_actor
 from helpdesk.errors import Conflict, field_error
 from helpdesk.transactions import unit_of_work
-from tickets import counts
 
 DEFAULT_TOKEN_SCOPES = [MIN_SCOPE, "accounts--all:rw"]
 DEFAULT_TEAM_NAME = "General"
@@ -294,8 +293,7 @@ def team_delete(*, team: Team) -> None:
         raise Conflict(
             "The default team cannot be deleted; make another team the default first.", code="default_team"
         )
-    team.delete()  # its ticket links go with it (cascade)
-    counts.invalidate(license.pk)  # a cached total of its inbox must not outlive it
+    team.delete()  # its ticket links go with it (cascade); the apps above see it through the model's signals
 
 
 # --- agents ---------------------------------------------------------------------------------------------

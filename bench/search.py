@@ -3,6 +3,9 @@
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/helpdesk_bench \\
         .venv/bin/python bench/search.py --base-url http://127.0.0.1:8765 --requests 200 --concurrency 1,4,8
 
+With `--writer 5`, a writer thread creates and updates tickets of the largest license through the API at 5 writes/s
+while the clients search, and a checker compares the searches' `X-Total-Results` with fresh counts (see Checker).
+
 For each class and concurrency level it prints p50/p95/p99 latency (ms) and requests per second. It then measures
 each class's *floor*: the SQL that one request of the class runs (captured in-process from the real view, with the
 count computed instead of cached, without the two authentication queries), executed alone on a warm connection.
@@ -15,6 +18,7 @@ import argparse
 import base64
 import http.client
 import json
+import logging
 import os
 import random
 import re
@@ -46,10 +50,15 @@ class Api:
     def get(self, path: str, params=None, *, parse: bool = True):
         query = urllib.parse.urlencode(params or {}, doseq=True)
         target = f"{path}?{query}" if query else path
+        return self.call("GET", target, parse=parse)
+
+    def call(self, method: str, target: str, body=None, *, parse: bool = True, ok=(200,)):
+        headers = self.headers if body is None else {**self.headers, "Content-Type": "application/json"}
+        payload = None if body is None else json.dumps(body)
         for attempt in (1, 2):
             conn = self._conn()
             try:
-                conn.request("GET", target, headers=self.headers)
+                conn.request(method, target, body=payload, headers=headers)
                 response = conn.getresponse()
                 body = response.read()
                 break
@@ -58,8 +67,8 @@ class Api:
                 self.local.conn = None
                 if attempt == 2:
                     raise
-        if response.status != 200:
-            raise RuntimeError(f"{target}: {response.status} {body[:300]!r}")
+        if response.status not in ok:
+            raise RuntimeError(f"{method} {target}: {response.status} {body[:300]!r}")
         return response, json.loads(body) if parse else body
 
 
@@ -77,6 +86,7 @@ class World:
     def __init__(self, base_url: str, credentials: list[dict]):
         ranked = sorted(credentials, key=lambda c: c["tickets"], reverse=True)
         self.big, self.small = ranked[0], ranked[len(ranked) // 2 + 10 if len(ranked) > 20 else -1]
+        self.base_url = base_url
         self.api = {c["licenseID"]: Api(base_url, c) for c in (self.big, self.small)}
         big = self.api[self.big["licenseID"]]
         self.teams = [t["ID"] for t in big.get("/v1/teams")[1]]
@@ -119,6 +129,155 @@ class World:
         if row is None:
             return {}
         return {"next.value": row[0].strftime("%Y-%m-%dT%H:%M:%S.%fZ"), "next.ID": str(row[1])}
+
+
+# --- the concurrent writer and the totals checker ----------------------------------------------------------
+
+
+def generation(license_id) -> int:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT tickets_generation FROM accounts_license WHERE id = %s", [license_id])
+        return cursor.fetchone()[0]
+
+
+class Writer(threading.Thread):
+    """Creates and updates tickets of the largest license through the API at `rate` writes/s: new tickets with
+    the words and custom fields the classes search for, and changes of status, priority, plan, tags and notes."""
+
+    def __init__(self, world, rate: float, seed: int):
+        super().__init__(daemon=True)
+        self.world, self.interval, self.rng = world, 1.0 / rate, random.Random(seed)
+        self.api = Api(world.base_url, world.big)
+        self.stop = threading.Event()
+        self.latencies, self.errors = [], []
+        from django.db import connection
+
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT id FROM tickets_ticket WHERE license_id = %s AND silo = 'tickets' AND status = 'open' "
+                "ORDER BY created_at DESC LIMIT 2000",
+                [world.big["licenseID"]],
+            )
+            self.ids = [str(row[0]) for row in cursor.fetchall()]
+
+    def _write(self):
+        rng, n = self.rng, len(self.latencies)
+        if n % 2 == 0:
+            words = rng.choice(["order", "payment", "password reset", "refund delayed", "delivery"])
+            body = {
+                "subject": f"Bench {n}: {words}",
+                "requester": {"email": f"bench{n}@example.com"},
+                "message": {"text": f"My {words} question, {rng.choice(self.world.rare_words)}"},
+                "priority": rng.choice([0, 10, 20]),
+                "customFields": {"plan": rng.choice(["free", "pro", "enterprise"])},
+            }
+            return self.api.call("POST", "/v1/tickets", body, parse=False, ok=(201,))
+        change = rng.choice(
+            [
+                {"status": rng.choice(["open", "pending"])},
+                {"priority": rng.choice([0, 10, 20])},
+                {"customFields": {"plan": rng.choice(["free", "pro", "enterprise"])}},
+                {"tagIDs": rng.sample(self.world.popular_tags, rng.choice([0, 1, 2]))},
+                {
+                    "message": {
+                        "text": f"note: the {rng.choice(['order', 'payment'])} is delayed",
+                        "isPrivate": True,
+                    }
+                },
+            ]
+        )
+        return self.api.call("PATCH", f"/v1/tickets/{rng.choice(self.ids)}", change, parse=False)
+
+    def run(self):
+        next_at = time.perf_counter()
+        while not self.stop.is_set():
+            started = time.perf_counter()
+            try:
+                self._write()
+                self.latencies.append((time.perf_counter() - started) * 1000)
+            except Exception as exc:  # noqa: BLE001 (reported at the end)
+                self.errors.append(str(exc)[:200])
+            next_at += self.interval
+            self.stop.wait(max(0.0, next_at - time.perf_counter()))
+
+
+class Checker(threading.Thread):
+    """Checks served totals against fresh counts at the generation they were served at.
+
+    A client reads the license's generation before and after its request; when both are equal the response
+    was computed at that generation (authentication reads it in between). The checker takes the newest such
+    response, opens a REPEATABLE READ transaction and reads the generation: if it is still the same, it runs the
+    same search in-process with the count computed instead of cached, inside that snapshot, and compares; every
+    waiting response of the same filters and generation is compared with the same fresh count. A response whose
+    generation moved on before the checker got to it is counted as unverified (not as a pass)."""
+
+    PAGING = {"page", "pageSize", "sortBy", "next.value", "next.ID"}
+
+    def __init__(self, world):
+        super().__init__(daemon=True)
+        self.world, self.pending, self.lock = world, {}, threading.Lock()
+        self.stop = threading.Event()
+        self.checked = self.unverified = 0
+        self.mismatches = []
+
+    def served(self, credential, params, total, generation):
+        key = (
+            credential["licenseID"],
+            json.dumps({k: v for k, v in params.items() if k not in self.PAGING}, sort_keys=True),
+            generation,
+        )
+        with self.lock:
+            self.pending.setdefault(key, []).append((params, total))
+
+    def _fresh(self, credential, params, expected_generation):
+        from django.db import connection, transaction
+        from django.test import Client
+
+        client = Client(HTTP_USER_AGENT="helpdesk-bench/1.0")
+        token = base64.b64encode(f"{credential['accountID']}:{credential['token']}".encode()).decode()
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            if generation(credential["licenseID"]) != expected_generation:
+                return None
+            response = client.get("/v1/tickets", params, HTTP_AUTHORIZATION=f"Basic {token}")
+            # Authentication may write (a token's last use): in this snapshot a concurrent update of that row
+            # is a serialization failure (503), which leaves the response unverified.
+            return int(response["X-Total-Results"]) if response.status_code == 200 else None
+
+    def run(self):
+        from tickets import counts
+
+        counts.cached_count = lambda queryset, license: queryset.order_by().count()  # in this process only
+        while not self.stop.is_set() or self.pending:
+            with self.lock:
+                if not self.pending:
+                    key = None
+                else:
+                    key = max(self.pending, key=lambda k: k[2])  # the newest generation first
+                    served = self.pending.pop(key)
+            if key is None:
+                self.stop.wait(0.01)
+                continue
+            credential = self.world.big if key[0] == self.world.big["licenseID"] else self.world.small
+            if self.stop.is_set():
+                self.unverified += len(served)
+                continue
+            started = time.perf_counter()
+            fresh = self._fresh(credential, served[0][0], key[2])
+            # At most half of one core: the fresh counts (up to ~0.5 s each) compete with the measured server.
+            self.stop.wait(time.perf_counter() - started)
+            if fresh is None:
+                self.unverified += len(served)
+                continue
+            for params, total in served:
+                self.checked += 1
+                if total != fresh:
+                    self.mismatches.append(
+                        {"params": params, "served": total, "fresh": fresh, "generation": key[2]}
+                    )
 
 
 # --- the query classes: each returns (license credential, params) ---------------------------------------------
@@ -211,7 +370,7 @@ def _percentile(values, q):
     return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
 
 
-def run_class(world, name, requests, concurrency, seed):
+def run_class(world, name, requests, concurrency, seed, checker=None):
     rng = random.Random(seed)
     # A cursor walk's "request" is one page: clients follow the Link header's next cursor, 10 pages per walk.
     jobs = [None] * requests if name == CURSOR_WALK else [CLASSES[name](world, rng) for _ in range(requests)]
@@ -227,6 +386,7 @@ def run_class(world, name, requests, concurrency, seed):
         else:
             credential, params = job
         api = world.api[credential["licenseID"]]
+        before = generation(credential["licenseID"]) if checker else None
         started = time.perf_counter()
         # The load generator reads every body but does not parse it: its JSON parsing would take the CPU of
         # this shared machine from the server it measures (the status and X-Total-Results are checked).
@@ -234,6 +394,11 @@ def run_class(world, name, requests, concurrency, seed):
         elapsed = (time.perf_counter() - started) * 1000
         if response.getheader("X-Total-Results") is None:
             raise RuntimeError(f"{params}: no X-Total-Results")
+        if checker is not None:
+            if generation(credential["licenseID"]) == before:
+                checker.served(credential, params, int(response.getheader("X-Total-Results")), before)
+            else:
+                checker.unverified += 1
         if job is None:
             walk_state.params = _link_params(response, "next")
             walk_state.pages += 1
@@ -314,12 +479,16 @@ def main():
     parser.add_argument("--no-floor", action="store_true")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--json", help="also write the results here")
+    parser.add_argument(
+        "--writer", type=float, default=0, help="writes/s to the largest license during the runs (0: none)"
+    )
     args = parser.parse_args()
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "helpdesk.settings")
     import django
 
     django.setup()
+    logging.getLogger("helpdesk.request").setLevel(logging.WARNING)  # the checker's in-process requests
     with open(args.credentials) as handle:
         world = World(args.base_url, json.load(handle))
     levels = [int(c) for c in args.concurrency.split(",")]
@@ -328,13 +497,46 @@ def main():
     header = f"{'class':<16}" + "".join(f" | c={c:<2} p50    p95    p99    req/s" for c in levels)
     print(header)
     print("-" * len(header))
+    writer = checker = None
+    if args.writer:
+        writer, checker = Writer(world, args.writer, args.seed), Checker(world)
+        writer.start()
+        checker.start()
+        time.sleep(2)  # the first writes: every cached total of the license is of an older generation
     for name in names:
         row = f"{name:<16}"
         for level in levels:
-            r = run_class(world, name, args.requests, level, args.seed)
+            r = run_class(world, name, args.requests, level, args.seed, checker)
             results[name][f"c{level}"] = r
             row += f" |      {r['p50']:6.1f} {r['p95']:6.1f} {r['p99']:6.1f} {r['rps']:6.0f}"
         print(row, flush=True)
+    failed = False
+    if writer is not None:
+        writer.stop.set()
+        checker.stop.set()
+        writer.join()
+        checker.join()
+        lat = writer.latencies or [0.0]
+        print(
+            f"\nwriter: {len(writer.latencies)} writes, p50 {statistics.median(lat):.1f} ms, "
+            f"p95 {_percentile(lat, 95):.1f} ms, {len(writer.errors)} errors {writer.errors[:3]}"
+        )
+        print(
+            f"totals: {checker.checked} responses checked against a fresh count at their generation, "
+            f"{checker.unverified} unverified (generation moved), {len(checker.mismatches)} mismatches"
+        )
+        for mismatch in checker.mismatches[:10]:
+            print("  MISMATCH", mismatch)
+        results["_writer"] = {
+            "writes": len(writer.latencies),
+            "p50": statistics.median(lat),
+            "p95": _percentile(lat, 95),
+            "errors": len(writer.errors),
+            "checked": checker.checked,
+            "unverified": checker.unverified,
+            "mismatches": checker.mismatches,
+        }
+        failed = bool(checker.mismatches or writer.errors)
     if not args.no_floor:
         print(f"\n{'class':<16} | floor p50 (ms, page + related + uncached count) | of which count")
         for name in names:
@@ -344,6 +546,8 @@ def main():
     if args.json:
         with open(args.json, "w") as handle:
             json.dump(results, handle, indent=1)
+    if failed:
+        sys.exit("FAILED: totals mismatched or writes failed")
 
 
 if __name__ == "__main__":

@@ -415,6 +415,10 @@ CELERY_BEAT_SCHEDULE["webhooks-sweep-deliveries"] = {
 # AUTO_CLOSE_BATCH_SIZE per transaction, hourly at minute 47 UTC.
 AUTO_CLOSE_SOLVED_DAYS = env_int("AUTO_CLOSE_SOLVED_DAYS", 7)
 AUTO_CLOSE_BATCH_SIZE = env_int("AUTO_CLOSE_BATCH_SIZE", 200)
+
+# --- A search total whose count took at least this long is carried across writes (tickets/counts.py): writes
+# re-test the tickets they change against these filter sets instead of leaving them to be counted again.
+TICKET_COUNT_CARRY_MIN_MS = env_int("TICKET_COUNT_CARRY_MIN_MS", 5)
 CELERY_BEAT_SCHEDULE["close-solved-tickets"] = {
     "task": "tickets.tasks.close_solved_tickets",
     "schedule": crontab(minute=47),

@@ -16,3 +16,31 @@ class TicketsConfig(AppConfig):
         events_recorded.connect(outbox.on_events_recorded, dispatch_uid="tickets.webhooks.events")
         changes_recorded.connect(outbox.on_changes_recorded, dispatch_uid="tickets.webhooks.changes")
         agent_leaving.connect(on_agent_leaving, dispatch_uid="tickets.autoassign.agent_leaving")
+        _connect_totals()
+
+
+def _connect_totals():
+    """Every change of tickets, and every deletion whose cascade changes tickets, reaches tickets.counts."""
+    from django.db.models.signals import m2m_changed, post_save, pre_delete
+
+    from accounts.models import Agent, Team
+    from tickets import counts
+    from tickets.models import Tag, Ticket
+
+    def ticket_saved(sender, instance, **kwargs):
+        counts.touched(instance.license_id, instance.pk)
+
+    def links_changed(sender, instance, action, reverse, **kwargs):
+        if action.startswith("post_"):
+            counts.touched(instance.license_id, None if reverse else instance.pk)
+
+    def cascade_coming(sender, instance, **kwargs):
+        counts.touched(instance.license_id)
+
+    post_save.connect(ticket_saved, sender=Ticket, weak=False, dispatch_uid="tickets.counts.ticket")
+    for through in (Ticket.teams.through, Ticket.tags.through, Ticket.followers.through):
+        m2m_changed.connect(
+            links_changed, sender=through, weak=False, dispatch_uid=f"tickets.counts.{through}"
+        )
+    for model in (Agent, Team, Tag):
+        pre_delete.connect(cascade_coming, sender=model, weak=False, dispatch_uid=f"tickets.counts.{model}")

@@ -24,6 +24,7 @@ from django.utils import timezone
 
 from accounts.models import STATUS_ACTIVE, Agent, AutoassignmentMembership, Team
 from helpdesk.transactions import unit_of_work
+from tickets import counts
 from tickets.events import SYSTEM_NAME, Author, History, assignment_side
 from tickets.models import Ticket
 from tickets.signals import ticket_assigned
@@ -120,9 +121,11 @@ def tickets_release(*, agent: Agent, team_ids=None) -> int:
     if team_ids is not None:
         tickets = tickets.filter(assignment_team_id__in=list(team_ids))
     released = 0
-    for ticket in (
+    locked = list(
         tickets.select_for_update(of=("self",)).select_related("license", "assignment_team").order_by("pk")
-    ):
+    )
+    counts.changing(agent.license_id, [ticket.pk for ticket in locked])
+    for ticket in locked:
         history = History(ticket)
         before = assignment_side(ticket.assignment_team, agent)
         ticket.assignment_agent = None
@@ -134,10 +137,6 @@ def tickets_release(*, agent: Agent, team_ids=None) -> int:
             history.events[-1].payload["old"] = before
         history.save()
         released += 1
-    if released:
-        from tickets import counts
-
-        counts.invalidate(agent.license_id)
     return released
 
 

@@ -280,10 +280,10 @@ def purge_batch(run: PurgeRun, cutoff: dict[str, datetime], ids: list) -> int:
         )
         if deleted != len(locked):
             raise BatchChanged(f"{len(locked)} tickets locked but {deleted} deleted")
-        # The generation lives on the license row (tickets.counts): lock the rows in one order, so that two
-        # overlapping purges of several licenses cannot deadlock.
-        for license_id in sorted(by_license):
-            counts.invalidate(license_id)
+        # Their totals are counted again; the unit of work raises the generations on the license rows
+        # (tickets.counts) in one order at its end, so that two overlapping purges cannot deadlock.
+        for license_id in by_license:
+            counts.drop(license_id)
         if files:
             PurgedFile.objects.bulk_create([PurgedFile(name=name) for name in files])
             transaction.on_commit(lambda: _count_files(run, delete_files(files)))

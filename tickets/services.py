@@ -3,8 +3,9 @@
 Invariants kept here: short IDs are allocated per license under a row lock; related objects belong to the
 ticket's license; tickets in read-only silos change only by moving back; `updatedAt`, `statusChangedAt` and
 the message times follow every change; the language, the search text (and on PostgreSQL the tsvector) are
-refreshed in the same transaction; every write invalidates the license's cached search totals; every change a
-client can see in the ticket's history (messages, status, priority, assignment, silo, teams, tags, followers,
+refreshed in the same transaction; every write to tickets runs in a unit of work (helpdesk.transactions; the
+services declare the tickets they change, once locked), which keeps the search totals; every
+change a client can see in the ticket's history (messages, status, priority, assignment, silo, teams, tags, followers,
 merge, rating) writes its event in the same transaction (tickets.events).
 """
 
@@ -216,6 +217,7 @@ def ticket_create(
         custom_fields=custom_fields or {},
         people_in_the_loop=_unique_people(people_in_the_loop),
     )
+    counts.created(license.pk, ticket.pk)
     _apply_assignment(ticket, assignment)
     stamp_create(ticket)
     ticket.status_changed_at = ticket.last_message_at = ticket.created_at
@@ -250,7 +252,6 @@ def ticket_create(
             by_agent=author_agent or acting_agent(license.pk),
         )
     history.save()
-    counts.invalidate(license.pk)
     ticket.last_added_message = added
     message_created.send(sender=Message, message=added, ticket=ticket, created_ticket=True)
     return ticket
@@ -311,6 +312,7 @@ def ticket_update(
         raise TypeError(f"unknown ticket fields {sorted(unknown)}")
     ticket = Ticket.objects.select_for_update().select_related("license").get(pk=ticket.pk)
     license = ticket.license
+    counts.changing(license.pk, [ticket.pk])
     changes_other_than_silo = any(key != "silo" for key in fields) or any(
         value is not None for value in (teams, assignment, tags, followers, message, transaction_id)
     )
@@ -363,7 +365,6 @@ def ticket_update(
     if message is not None or "subject" in fields:
         _refresh_text(ticket)
     history.record_update(author_agent, before, relations_before, given)
-    counts.invalidate(license.pk)
     ticket.last_added_message = added
     if added is not None:
         message_created.send(sender=Message, message=added, ticket=ticket, created_ticket=False)
@@ -387,6 +388,7 @@ def ticket_delete(*, ticket: Ticket) -> Ticket:
     """DELETE moves the ticket to the trash (purged 30 days after its last update)."""
     ticket = Ticket.objects.select_for_update().get(pk=ticket.pk)
     if ticket.silo != "trash":
+        counts.changing(ticket.license_id, [ticket.pk])
         history = History(ticket)
         history.change("silo", acting_author(ticket), ticket.silo, "trash")
         ticket.silo = "trash"
@@ -396,7 +398,6 @@ def ticket_delete(*, ticket: Ticket) -> Ticket:
         )
         sync_team_links(ticket)
         history.save()
-        counts.invalidate(ticket.license_id)
     return ticket
 
 
@@ -431,6 +432,7 @@ def ticket_merge(*, ticket: Ticket, child: Ticket) -> Ticket:
             f"A ticket may have at most {limit} child tickets (maxChildTicketsPerTicket).",
             code="max_child_tickets",
         )
+    counts.changing(license.pk, [ticket.pk, child.pk])
     child.parent = ticket
     stamp_update(child)
     Ticket.objects.filter(pk=child.pk).update(
@@ -441,7 +443,6 @@ def ticket_merge(*, ticket: Ticket, child: Ticket) -> Ticket:
     history = History(ticket)
     history.add("merge", acting_author(ticket), payload={"childTicketID": str(child.pk)})
     history.save()
-    counts.invalidate(license.pk)
     return ticket
 
 
@@ -453,6 +454,7 @@ def ticket_rate(*, ticket: Ticket, score: str, comment: str = "") -> Ticket:
     ticket = Ticket.objects.select_for_update().get(pk=ticket.pk)
     if ticket.is_read_only:
         raise Conflict(f"Tickets in '{ticket.silo}' are read-only.", code="read_only_silo")
+    counts.changing(ticket.license_id, [ticket.pk])
     history = History(ticket)
     ticket.rating_score, ticket.rating_comment, ticket.rated_at = score, comment or "", history.now
     stamp_update(ticket)
@@ -460,7 +462,6 @@ def ticket_rate(*, ticket: Ticket, score: str, comment: str = "") -> Ticket:
     rating = {"score": score, "comment": ticket.rating_comment, "ratedAt": iso(ticket.rated_at)}
     history.add("rating", acting_author(ticket), payload=rating)
     history.save()
-    counts.invalidate(ticket.license_id)
     return ticket
 
 
@@ -521,9 +522,7 @@ def tag_update(*, tag: Tag, name: str | None = None) -> Tag:
 
 @unit_of_work
 def tag_delete(*, tag: Tag) -> None:
-    license_id = tag.license_id
-    tag.delete()
-    counts.invalidate(license_id)  # tagIDs[] and hasTags results change
+    tag.delete()  # its tickets' totals follow (tickets.apps: a tag's deletion reaches tickets.counts)
 
 
 # --- attachment transactions ---------------------------------------------------------------------------
