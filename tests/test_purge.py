@@ -509,11 +509,11 @@ def test_a_run_that_fails_midway_records_exactly_what_its_committed_batches_dele
     calls = []
     bump = search_counts._bump
 
-    def fail_the_second_batch(license_id):
+    def fail_the_second_batch(license_id, **kwargs):
         calls.append(license_id)
         if len(calls) == 2:
             raise RuntimeError("killed")
-        return bump(license_id)
+        return bump(license_id, **kwargs)
 
     # when
     with (

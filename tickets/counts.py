@@ -53,7 +53,8 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.core.cache import cache
 from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
-from django.db.models import F
+from django.db.models import F, Value
+from django.db.models.functions import Greatest
 
 from accounts.models import License
 from helpdesk.transactions import before_commit, current_unit
@@ -271,8 +272,14 @@ def touched(license_id: int, ticket_id=None) -> None:
     _bump_once(license_id)
 
 
-def _bump(license_id: int) -> tuple[int, int]:
-    """Raise the license's generation in the current transaction; returns (before, after)."""
+def _bump(license_id: int, *, carry: bool = True) -> tuple[int, int] | None:
+    """Raise the license's generation in the current transaction; returns (before, after). Without `carry`
+    (nothing will be carried) in one statement, the old value unread, and returns None."""
+    if not carry:
+        License.objects.filter(pk=license_id).update(
+            tickets_generation=Greatest(F("tickets_generation") + 1, Value(time.time_ns() // 1000))
+        )
+        return None
     before = (
         License.objects.select_for_update().values_list("tickets_generation", flat=True).get(pk=license_id)
     )
@@ -286,7 +293,7 @@ def _bump_once(license_id: int) -> None:
     # Autocommit: the change committed already; harmless, as no carry starts from a generation left this way.
     if not connection.in_atomic_block:
         with transaction.atomic():
-            _bump(license_id)
+            _bump(license_id, carry=False)
         return
     marks = connections[DEFAULT_DB_ALIAS].__dict__.setdefault("_tickets_counts_bumped", {})
     mark = marks.get(license_id)
@@ -296,7 +303,7 @@ def _bump_once(license_id: int) -> None:
     def mark():
         marks.pop(license_id, None)
 
-    _bump(license_id)
+    _bump(license_id, carry=False)
     marks[license_id] = mark
     transaction.on_commit(mark)
 
@@ -304,9 +311,12 @@ def _bump_once(license_id: int) -> None:
 def _finish(uow: _UnitOfWork) -> None:
     for license_id in sorted(uow.licenses):  # one lock order for writes touching several licenses
         writes = uow.licenses[license_id]
+        if not (writes.exact and writes.sets and writes.declared):
+            _bump(license_id, carry=False)  # nothing can be carried
+            continue
         before, after = _bump(license_id)
         # Carried only if no other write committed since the before-tests: then they saw the state at `before`.
-        if writes.exact and writes.sets and writes.declared and writes.seen <= {before}:
+        if writes.seen <= {before}:
             transaction.on_commit(
                 lambda lid=license_id, w=writes, b=before, a=after: _carry(lid, w, b, a), robust=True
             )
