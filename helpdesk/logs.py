@@ -98,11 +98,18 @@ class OncePer(logging.Filter):
         self.seconds = seconds
 
     def filter(self, record: logging.LogRecord) -> bool:
+        # logging.config.dictConfig adds a logger's filters without removing those it had (Celery's worker
+        # configures logging again after Django did), so one record may meet several of these: the first
+        # decides for all of them.
+        decided = getattr(record, "_once_per", None)
+        if decided is not None:
+            return decided
         now = self.clock()
-        if now - self.last.get(record.name, -self.seconds) < self.seconds:
-            return False
-        self.last[record.name] = now
-        return True
+        passes = now - self.last.get(record.name, -self.seconds) >= self.seconds
+        if passes:
+            self.last[record.name] = now
+        record._once_per = passes
+        return passes
 
 
 # Fields of the access line (and of a task's line) that the JSON output carries when present.

@@ -113,7 +113,7 @@ def test_concurrent_uploads_cannot_both_pass_the_license_quota(license, settings
             services.attachments_add(txn=txn, files=[SimpleUploadedFile("a.bin", b"x" * 60)])
             outcomes.append("stored")
         except Exception as exc:  # noqa: BLE001 - the outcome is what the test compares
-            outcomes.append(getattr(exc, "default_code", type(exc).__name__))
+            outcomes.append(getattr(exc, "code", type(exc).__name__))
         finally:
             connection.close()
 
@@ -122,5 +122,5 @@ def test_concurrent_uploads_cannot_both_pass_the_license_quota(license, settings
         thread.start()
     for thread in threads:
         thread.join()
-    assert sorted(outcomes) == ["payload_too_large", "stored"]
+    assert sorted(outcomes) == ["license_storage_full", "stored"]
     assert Attachment.objects.filter(license=license).count() == 1

@@ -145,3 +145,33 @@ def test_a_repeated_cache_error_is_logged_once_per_interval(monkeypatch, caplog)
             logging.getLogger("helpdesk.cache").error("Exception ignored")
     # then the second is dropped (within 30 s of the first), the third passes
     assert [r.getMessage() for r in caplog.records if r.name == "helpdesk.cache"] == ["Exception ignored"] * 2
+
+
+def test_a_cache_error_still_passes_after_logging_is_configured_again(monkeypatch, settings):
+    """Celery's worker runs dictConfig after Django did; dictConfig adds the logger's filters again without
+    removing the old ones, and the second copy must not drop what the first let through."""
+    import logging
+    import logging.config
+
+    from helpdesk.logs import OncePer
+
+    class Collect(logging.Handler):
+        def __init__(self):
+            super().__init__()
+            self.messages = []
+
+        def emit(self, record):
+            self.messages.append(record.getMessage())
+
+    monkeypatch.setattr(OncePer, "last", {})
+    logging.config.dictConfig(settings.LOGGING)
+    logging.config.dictConfig(settings.LOGGING)
+    cache_logger, collect = logging.getLogger("helpdesk.cache"), Collect()
+    assert sum(isinstance(f, OncePer) for f in cache_logger.filters) >= 2
+    cache_logger.addHandler(collect)
+    try:
+        cache_logger.error("Exception ignored")
+        cache_logger.error("Exception ignored")  # within 30 s of the first: dropped
+    finally:
+        cache_logger.removeHandler(collect)
+    assert collect.messages == ["Exception ignored"]

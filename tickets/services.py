@@ -204,8 +204,11 @@ def ticket_create(
     """A new ticket with its first message. No teams → the license's default team."""
     assignment = assignment or {}
     same_license(license, [assignment.get("team"), assignment.get("agent")], "assignment")
+    number = _next_number(license)
     ticket = Ticket(
         license=license,
+        number=number,
+        short_id=str(number),
         subject=subject,
         requester_email=requester["email"],
         requester_name=requester.get("name", ""),
@@ -224,10 +227,6 @@ def ticket_create(
     )
     for name, value in _text_fields(ticket, [message["text"]]).items():
         setattr(ticket, name, value)
-    # As late as possible: the number's row lock serializes the license's new tickets until the commit, so
-    # the work above (language detection, search text) runs outside it.
-    ticket.number = _next_number(license)
-    ticket.short_id = str(ticket.number)
     ticket.save()
     ticket.__dict__.pop("search_vector", None)  # the SQL expression: read from the row if ever needed
     _note_language(license, ticket.language)
