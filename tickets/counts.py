@@ -33,7 +33,7 @@ services in its own unit of work) is part of the outer one: one bookkeeping, one
 By construction: model signals (tickets.apps) report every saved ticket, every change of a ticket's teams, tags
 or followers, and the deletion of a team, tag or agent (whose cascades change tickets without a ticket save).
 Inside a unit of work an undeclared change turns that license's write into a plain drop; outside any unit of
-work the signal raises the generation itself (once per license and transaction). `QuerySet.update()` sends no
+work the signal raises the generation itself. `QuerySet.update()` sends no
 signal: the services use it only on tickets they declared, and a test walks every write path.
 
 Why the generation is in PostgreSQL: the earlier design kept it in Redis, and an increment lost during an
@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
+from django.db import connection, transaction
 from django.db.models import F, Value
 from django.db.models.functions import Greatest
 
@@ -269,7 +269,9 @@ def touched(license_id: int, ticket_id=None) -> None:
         if ticket_id is None or ticket_id not in writes.declared:
             writes.exact = False
         return
-    _bump_once(license_id)
+    # Outside a unit of work (a save or cascade in a shell, a bare atomic block): raise it now, in the change's
+    # own transaction (or its own, in autocommit: the change is committed already and no carry starts from it).
+    _bump(license_id, carry=False)
 
 
 def _bump(license_id: int, *, carry: bool = True) -> tuple[int, int] | None:
@@ -286,26 +288,6 @@ def _bump(license_id: int, *, carry: bool = True) -> tuple[int, int] | None:
     after = max(before + 1, time.time_ns() // 1000)
     License.objects.filter(pk=license_id).update(tickets_generation=after)
     return before, after
-
-
-def _bump_once(license_id: int) -> None:
-    """Outside a unit of work (a cascade): raise the generation once per license and transaction."""
-    # Autocommit: the change committed already; harmless, as no carry starts from a generation left this way.
-    if not connection.in_atomic_block:
-        with transaction.atomic():
-            _bump(license_id, carry=False)
-        return
-    marks = connections[DEFAULT_DB_ALIAS].__dict__.setdefault("_tickets_counts_bumped", {})
-    mark = marks.get(license_id)
-    if mark is not None and any(entry[1] is mark for entry in connection.run_on_commit):
-        return  # already raised in this transaction (the mark's callback is still pending)
-
-    def mark():
-        marks.pop(license_id, None)
-
-    _bump(license_id, carry=False)
-    marks[license_id] = mark
-    transaction.on_commit(mark)
 
 
 def _finish(uow: _UnitOfWork) -> None:

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from rest_framework import serializers
 
 from accounts.models import Agent, Team
-from helpdesk.api.renderers import iso
 from helpdesk.context import SYSTEM_ACTOR_ID
+from helpdesk.timestamps import iso
 from tickets.models import AUTHOR_TYPES, PRIORITIES, SILOS, STATUSES, Ticket
 
 TABLE = "t"  # the ticket's alias in document_sql()

@@ -19,7 +19,7 @@ from django.db.models import TextField
 from django.db.models.functions import Cast
 
 from accounts.attachments import download_url
-from helpdesk.api.renderers import iso
+from helpdesk.timestamps import iso
 from tickets.models import TicketEvent
 
 _ATTACHMENT = "message__transaction__attachments__"

@@ -5,8 +5,8 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from helpdesk.api.renderers import iso
 from helpdesk.context import SYSTEM_ACTOR_ID
+from helpdesk.timestamps import iso
 
 
 class StrictSerializer(serializers.Serializer):
