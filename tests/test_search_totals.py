@@ -4,6 +4,8 @@ counted and registered for carrying), then every filter set's `X-Total-Results` 
 Transactional: the totals are carried over after the commit (tickets.counts), as in production.
 """
 
+import threading
+import time
 from datetime import timedelta
 
 import pytest
@@ -309,3 +311,88 @@ def test_a_count_stored_after_the_next_write_rolls_forward_through_its_step(owne
     # then the total is the older count moved by the write's step, without counting
     assert not any("COUNT(" in q["sql"].upper() for q in queries.captured_queries)
     assert served == str(total - 1)
+
+
+def test_a_reader_waits_for_the_count_another_request_is_running(owner, world, monkeypatch):
+    # given another request counting the open tickets (its lock taken), whose count arrives 0.1 s later
+    license = world["license"]
+    license.refresh_from_db()
+    generation = license.tickets_generation
+    digest = _digest_of(owner, monkeypatch, license)
+    cache.add(counts._counting_key(license.pk, digest), 1, 30)
+    timer = threading.Timer(
+        0.1, lambda: cache.set(counts._latest_key(license.pk, digest), (generation, 4242), 60)
+    )
+    timer.start()
+    # when
+    with CaptureQueriesContext(connection) as queries:
+        served = owner.client.get("/v1/tickets")["X-Total-Results"]
+    timer.join()
+    # then it served that count and did not count itself
+    assert served == "4242"
+    assert not any("COUNT(" in q["sql"].upper() for q in queries.captured_queries)
+
+
+def test_a_reader_counts_itself_when_the_other_count_never_arrives(owner, world, monkeypatch):
+    license = world["license"]
+    digest = _digest_of(owner, monkeypatch, license)
+    cache.add(counts._counting_key(license.pk, digest), 1, 30)
+    monkeypatch.setattr(counts, "COUNT_WAIT_SECONDS", 0.05)
+    expected = Ticket.objects.filter(license=license, status="open", silo="tickets").count()
+    assert owner.client.get("/v1/tickets")["X-Total-Results"] == str(expected)
+
+
+def test_with_the_cache_away_every_reader_counts(owner, world, monkeypatch):
+    class Away:  # what django-redis answers with IGNORE_EXCEPTIONS while Redis is unreachable
+        def __getattr__(self, name):
+            return lambda *args, **kwargs: {} if name == "get_many" else None
+
+    monkeypatch.setattr(counts, "cache", Away())
+    monkeypatch.setattr(counts.time, "sleep", lambda seconds: pytest.fail("waited for a lock nobody holds"))
+    expected = Ticket.objects.filter(license=world["license"], status="open", silo="tickets").count()
+    assert owner.client.get("/v1/tickets")["X-Total-Results"] == str(expected)
+
+
+def _digest_of(owner, monkeypatch, license) -> str:
+    """The digest under which the search of the open tickets (no parameters) keeps its total."""
+    seen = []
+    real = counts._count
+    with monkeypatch.context() as spying:
+        spying.setattr(
+            counts, "_count", lambda lid, digest, *rest: seen.append(digest) or real(lid, digest, *rest)
+        )
+        cache.clear()
+        owner.client.get("/v1/tickets")
+    cache.clear()
+    (digest,) = seen
+    return digest
+
+
+def test_the_registry_admits_a_set_on_its_second_expensive_count_and_evicts_idle_then_cheap_sets(
+    settings, monkeypatch
+):
+    settings.TICKET_COUNT_CARRY_MIN_MS, settings.TICKET_COUNT_CARRY_SETS = 5, 3
+    cache.clear()
+
+    def registered():
+        return set(cache.get(counts._registry_key(7)) or {})
+
+    # a set counted once, cheaply, is not carried; its second count registers it
+    counts._register(7, "rare", "SELECT 1", (), 6.0)
+    assert registered() == set()
+    counts._register(7, "rare", "SELECT 1", (), 6.0)
+    assert registered() == {"rare"}
+    # a count that took 20x the threshold registers at once
+    counts._register(7, "slow", "SELECT 1", (), 500.0)
+    counts._register(7, "common", "SELECT 1", (), 120.0)
+    assert registered() == {"rare", "slow", "common"}
+    # over the limit: the cheapest of the sets in use goes
+    counts._register(7, "inbox", "SELECT 1", (), 150.0)
+    assert registered() == {"slow", "common", "inbox"}
+    # a set idle for longer than IDLE_SECONDS goes before a cheaper one in use
+    sets = cache.get(counts._registry_key(7))
+    sql, params, took, _ = sets["slow"]
+    sets["slow"] = (sql, params, took, time.time() - counts.IDLE_SECONDS - 1)
+    cache.set(counts._registry_key(7), sets)
+    counts._register(7, "report", "SELECT 1", (), 110.0)
+    assert registered() == {"common", "inbox", "report"}

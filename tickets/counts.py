@@ -19,13 +19,17 @@ decorator); its bookkeeping here, finished by a before-commit callback, is the o
   one statement that also reads the generation (how many rows each set counts among those tickets, before the
   change, at generation G0). At the end the generation is raised from G to G'; only if G0 = G (no other write
   committed in between, so the re-test saw the tickets as they are at G, links included) is anything carried:
-  after the commit, one statement reads the generation and re-tests the same tickets again; if the generation
-  is still G' (no other write committed since), every entry cached under G becomes, under G', its count plus
-  the difference, and each set gets a *step* (G -> G', difference). New tickets (`created`) counted nowhere
+  still inside the transaction, with the license row locked by the raise (so no other write of the license can
+  commit before this one), one statement re-tests the same tickets again, which is the state at G'; after the
+  commit every entry cached under G becomes, under G', its count plus the difference, and each set gets a
+  *step* (G -> G', difference): stored right after the commit, before most readers of G' look. New tickets (`created`) counted nowhere
   before. A miss rolls the set's newest known count forward through the steps (`_roll_forward`): a count that
   takes longer than the time between two writes (300-500 ms for common words at 1M tickets, against 200 ms
   between writes at 5/s) is stored under a generation the next write has already left; without the steps it
   would never be carried. A step exists only for an exact write, so a drop ends every chain.
+The registry (`_register`) admits a set on its second expensive count (or at once when very expensive),
+so that one-off searches do not push out the ones a license runs all day; idle sets, then cheap ones, leave it.
+A miss is counted by one request at a time per filter set; the others wait for its count (`_wait_for_count`).
 A lost cache write, a Redis outage or a generation that moved on only mean a miss later: nothing that decides
 what is exact is kept in Redis. A unit of work nested in another (a bulk action of the admin calls the
 services in its own unit of work) is part of the outer one: one bookkeeping, one raise of the generation.
@@ -63,7 +67,13 @@ from tickets.models import Ticket
 log = logging.getLogger(__name__)
 
 COUNT_TTL_SECONDS = 300
-REGISTRY_SIZE = 32  # filter sets re-tested per write, per license
+COUNT_LOCK_SECONDS = 30  # one request counts a filter set at a time; the lock frees itself after this
+COUNT_WAIT_SECONDS = 5  # then the others count too
+REGISTRY_TTL_SECONDS = 3600
+SEEN_SECONDS = 3600  # a set's second expensive count within this time registers it
+ADMIT_AT_ONCE_FACTOR = 20  # a count this many times TICKET_COUNT_CARRY_MIN_MS registers its set at once
+IDLE_SECONDS = 600  # a registered set not used for this long is the first to go
+MARK_EVERY_SECONDS = 60
 MAX_CARRIED_TICKETS = 100  # a write declaring more tickets drops the totals instead of re-testing them
 MAX_STEPS = 50  # writes a reader's roll forward may walk through
 
@@ -85,6 +95,14 @@ def _step_key(license_id: int, generation: int, digest: str) -> str:
     return f"tickets:countstep:{license_id}:{generation}:{digest}"
 
 
+def _counting_key(license_id: int, digest: str) -> str:
+    return f"tickets:counting:{license_id}:{digest}"
+
+
+def _seen_key(license_id: int, digest: str) -> str:
+    return f"tickets:countseen:{license_id}:{digest}"
+
+
 def _latest_key(license_id: int, digest: str) -> str:
     """-> (generation, count): the newest count known of the set, where a reader's roll forward starts."""
     return f"tickets:countlatest:{license_id}:{digest}"
@@ -103,27 +121,60 @@ def cached_count(queryset, license) -> int:
     # The rows' ticket IDs under one name, which the writes' re-test filters on (`_retest`).
     sql, params = queryset.order_by().values(counted_ticket=F(column)).query.sql_with_params()
     digest = hashlib.sha1(f"{sql}|{params!r}".encode(), usedforsecurity=False).hexdigest()
-    found = cache.get(_key(license.pk, license.tickets_generation, digest))
+    wanted = license.tickets_generation
+    found = cache.get(_key(license.pk, wanted, digest))
     if found is not None:
+        _keep_registered(license.pk, digest)
         return found
-    rolled = _roll_forward(license.pk, digest, license.tickets_generation)
+    rolled = _roll_forward(license.pk, digest, wanted)
     if rolled is not None:
         return rolled
+    # One count at a time per filter set: the others wait for it (a common word's count takes ~0.5 s at 1M
+    # tickets; eight clients missing together would otherwise run it eight times on the same cores).
+    counting = _counting_key(license.pk, digest)
+    if cache.add(counting, 1, COUNT_LOCK_SECONDS) is False:  # None: the cache is away, count
+        waited = _wait_for_count(license.pk, digest, wanted, counting)
+        if waited is not None:
+            return waited
+    try:
+        return _count(license.pk, digest, sql, params)
+    finally:
+        cache.delete(counting)
+
+
+def _count(license_id: int, digest: str, sql: str, params) -> int:
     started = time.perf_counter()
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT l.tickets_generation, c.n FROM {License._meta.db_table} l, "
             f"(SELECT COUNT(*) AS n FROM ({sql}) s) c WHERE l.id = %s",
-            [*params, license.pk],
+            [*params, license_id],
         )
         current, count = cursor.fetchone()
     cache.set_many(
-        {_key(license.pk, current, digest): count, _latest_key(license.pk, digest): (current, count)},
+        {_key(license_id, current, digest): count, _latest_key(license_id, digest): (current, count)},
         COUNT_TTL_SECONDS,
     )
-    if (time.perf_counter() - started) * 1000 >= settings.TICKET_COUNT_CARRY_MIN_MS:
-        _register(license.pk, digest, sql, params)
+    took = (time.perf_counter() - started) * 1000
+    if took >= settings.TICKET_COUNT_CARRY_MIN_MS:
+        _register(license_id, digest, sql, params, took)
     return count
+
+
+def _wait_for_count(license_id: int, digest: str, wanted: int, counting: str) -> int | None:
+    """Another request is counting this set: its count, once stored, if it is at `wanted` or later (a later
+    one is as good an answer: a write committed during this request). None when it gave up or went away."""
+    deadline = time.monotonic() + COUNT_WAIT_SECONDS
+    pause = 0.005
+    while time.monotonic() < deadline:
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
+        latest = cache.get(_latest_key(license_id, digest))
+        if latest is not None and latest[0] >= wanted:
+            return latest[1]
+        if cache.get(counting) is None:  # done (its count belongs to an older generation) or gone
+            return _roll_forward(license_id, digest, wanted)
+    return None
 
 
 def _roll_forward(license_id: int, digest: str, wanted: int) -> int | None:
@@ -153,14 +204,45 @@ def _roll_forward(license_id: int, digest: str, wanted: int) -> int | None:
     return count
 
 
-def _register(license_id: int, digest: str, sql: str, params) -> None:
-    """Remember an expensive filter set, most recent last, so that writes carry its total over."""
+def _register(license_id: int, digest: str, sql: str, params, took_ms: float) -> None:
+    """Remember an expensive filter set so that writes carry its total over.
+
+    Admission: a set counted once and never again (a rare word) must not push out the sets a license searches
+    all day, so a set is admitted on its second expensive count within the hour, or at once when its count took
+    ADMIT_AT_ONCE_FACTOR times the threshold. Eviction: the sets not used for longest go first, among them the
+    cheapest (`_keep_registered` marks a set used when its total is served from the cache)."""
+    at_once = took_ms >= settings.TICKET_COUNT_CARRY_MIN_MS * ADMIT_AT_ONCE_FACTOR
+    if not at_once and cache.add(_seen_key(license_id, digest), 1, SEEN_SECONDS) is not False:
+        return  # first sighting (or the cache is away)
+    now = time.time()
     sets = cache.get(_registry_key(license_id)) or {}
-    sets.pop(digest, None)
-    sets[digest] = (sql, tuple(params))
-    while len(sets) > REGISTRY_SIZE:
-        sets.pop(next(iter(sets)))
-    cache.set(_registry_key(license_id), sets, COUNT_TTL_SECONDS)
+    sets[digest] = (sql, tuple(params), took_ms, now)
+    if len(sets) > settings.TICKET_COUNT_CARRY_SETS:
+        # idle for over IDLE_SECONDS first (oldest first), then the cheapest
+        ranked = sorted(sets, key=lambda d: (now - sets[d][3] < IDLE_SECONDS, sets[d][2], sets[d][3]))
+        for evicted in ranked[: len(sets) - settings.TICKET_COUNT_CARRY_SETS]:
+            del sets[evicted]
+    cache.set(_registry_key(license_id), sets, REGISTRY_TTL_SECONDS)
+    _marked[(license_id, digest)] = time.monotonic()
+
+
+_marked: dict = {}  # (license ID, digest) -> when this process last marked the set used in the registry
+
+
+def _keep_registered(license_id: int, digest: str) -> None:
+    """A cached total was served: at most once a minute per process, mark its set (if registered) used."""
+    now = time.monotonic()
+    last = _marked.get((license_id, digest))
+    if last is not None and now - last < MARK_EVERY_SECONDS:
+        return
+    if len(_marked) > 10_000:
+        _marked.clear()
+    _marked[(license_id, digest)] = now
+    sets = cache.get(_registry_key(license_id))
+    if sets and digest in sets:
+        sql, params, took_ms, _ = sets[digest]
+        sets[digest] = (sql, params, took_ms, time.time())
+        cache.set(_registry_key(license_id), sets, REGISTRY_TTL_SECONDS)
 
 
 def _retest(sets: dict, ticket_ids, license_id: int | None = None) -> list[int]:
@@ -172,7 +254,7 @@ def _retest(sets: dict, ticket_ids, license_id: int | None = None) -> list[int]:
     if license_id is not None:
         columns.append(f"(SELECT tickets_generation FROM {License._meta.db_table} WHERE id = %s)")
         params.append(license_id)
-    for sql, set_params in sets.values():
+    for sql, set_params, *_ in sets.values():
         columns.append(f"(SELECT COUNT(*) FROM ({sql}) s WHERE s.counted_ticket IN ({marks}))")
         params += [*set_params, *prepared]
     with connection.cursor() as cursor:
@@ -298,19 +380,22 @@ def _finish(uow: _UnitOfWork) -> None:
             continue
         before, after = _bump(license_id)
         # Carried only if no other write committed since the before-tests: then they saw the state at `before`.
-        if writes.seen <= {before}:
-            transaction.on_commit(
-                lambda lid=license_id, w=writes, b=before, a=after: _carry(lid, w, b, a), robust=True
-            )
+        if not writes.seen <= {before}:
+            continue
+        # The after-tests run here, before the commit: the license row is locked by the raise above, so no
+        # other write to the license can commit before this one, and the declared tickets are locked since
+        # their declaration. What these tests see is the state at `after`; stored at the commit, the carried
+        # totals are there when the first reader of `after` looks.
+        now = _retest(writes.sets, sorted(writes.declared, key=str))
+        transaction.on_commit(
+            lambda lid=license_id, w=writes, b=before, a=after, n=now: _carry(lid, w, b, a, n), robust=True
+        )
 
 
-def _carry(license_id: int, writes: _LicenseWrites, before_gen: int, after_gen: int) -> None:
+def _carry(license_id: int, writes: _LicenseWrites, before_gen: int, after_gen: int, after: list) -> None:
     """After the commit: each set's step from `before_gen` to `after_gen`, and its total under `after_gen` where
     the one of `before_gen` is cached."""
     digests = list(writes.sets)
-    current, *after = _retest(writes.sets, sorted(writes.declared, key=str), license_id=license_id)
-    if current != after_gen:
-        return  # another write committed since: the chain of steps ends here, the next count starts one
     found = cache.get_many([_key(license_id, before_gen, d) for d in digests])
     values = {}
     for digest, now, then in zip(digests, after, writes.before, strict=True):
