@@ -37,9 +37,12 @@ class Unit:
     """The state of one outermost unit of work on one connection: its callbacks, and a dict in which the
     machinery built on it (the audit) keeps what it collects until the commit."""
 
-    def __init__(self) -> None:
+    def __init__(self, commits: bool) -> None:
         self.callbacks: list[Callable[[], Any]] = []
         self.state: dict[str, Any] = {}
+        # Whether the transaction commits right after the callbacks: False inside a bare `transaction.atomic()`
+        # (a test case's block, Django's block around a deletion), whose transaction goes on after them.
+        self.commits = commits
 
 
 _local = threading.local()  # Django's connections are per thread, so is this: {alias: [blocks], "unit": ...}
@@ -84,11 +87,12 @@ class UnitOfWork(ContextDecorator):
         return UnitOfWork(self.using, self.savepoint, self.durable)
 
     def __enter__(self):
+        blocks = _blocks(self.using)
+        commits = not transaction.get_connection(self.using).in_atomic_block
         block = transaction.atomic(using=self.using, savepoint=self.savepoint, durable=self.durable)
         block.__enter__()
-        blocks = _blocks(self.using)
         if not blocks:
-            _units()[self.using] = Unit()
+            _units()[self.using] = Unit(commits)
         blocks.append(block)
         return self
 

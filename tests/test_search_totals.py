@@ -4,13 +4,12 @@ counted and registered for carrying), then every filter set's `X-Total-Results` 
 Transactional: the totals are carried over after the commit (tickets.counts), as in production.
 """
 
-import threading
 import time
 from datetime import timedelta
 
 import pytest
 from django.core.cache import cache
-from django.db import connection
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
@@ -314,21 +313,23 @@ def test_a_count_stored_after_the_next_write_rolls_forward_through_its_step(owne
 
 
 def test_a_reader_waits_for_the_count_another_request_is_running(owner, world, monkeypatch):
-    # given another request counting the open tickets (its lock taken), whose count arrives 0.1 s later
+    # given another request counting the open tickets (its lock taken), whose count arrives while this one waits
     license = world["license"]
     license.refresh_from_db()
-    generation = license.tickets_generation
     digest = _digest_of(owner, monkeypatch, license)
     cache.add(counts._counting_key(license.pk, digest), 1, 30)
-    timer = threading.Timer(
-        0.1, lambda: cache.set(counts._latest_key(license.pk, digest), (generation, 4242), 60)
-    )
-    timer.start()
+    pauses = []
+
+    def the_other_count_arrives(seconds):
+        pauses.append(seconds)
+        cache.set(counts._latest_key(license.pk, digest), (license.tickets_generation, 4242), 60)
+
+    monkeypatch.setattr(counts.time, "sleep", the_other_count_arrives)
     # when
     with CaptureQueriesContext(connection) as queries:
         served = owner.client.get("/v1/tickets")["X-Total-Results"]
-    timer.join()
-    # then it served that count and did not count itself
+    # then it waited, served that count and did not count itself
+    assert pauses
     assert served == "4242"
     assert not any("COUNT(" in q["sql"].upper() for q in queries.captured_queries)
 
@@ -336,10 +337,32 @@ def test_a_reader_waits_for_the_count_another_request_is_running(owner, world, m
 def test_a_reader_counts_itself_when_the_other_count_never_arrives(owner, world, monkeypatch):
     license = world["license"]
     digest = _digest_of(owner, monkeypatch, license)
-    cache.add(counts._counting_key(license.pk, digest), 1, 30)
+    lock = counts._counting_key(license.pk, digest)
+    cache.add(lock, "the other request's", 30)
     monkeypatch.setattr(counts, "COUNT_WAIT_SECONDS", 0.05)
     expected = Ticket.objects.filter(license=license, status="open", silo="tickets").count()
     assert owner.client.get("/v1/tickets")["X-Total-Results"] == str(expected)
+    assert cache.get(lock) == "the other request's"  # not this request's to free
+
+
+def test_a_write_inside_a_longer_transaction_carries_nothing(owner, world, monkeypatch):
+    # given the open tickets counted (and carried by writes)
+    license = world["license"]
+    digest = _digest_of(owner, monkeypatch, license)
+    total = int(owner.client.get("/v1/tickets")["X-Total-Results"])
+    license.refresh_from_db()
+    counted_at = license.tickets_generation
+    solved, other = Ticket.objects.filter(license=license, silo="tickets", status="open").order_by("number")[
+        :2
+    ]
+    # when a service's unit of work runs inside a bare atomic block that goes on to change another ticket
+    with transaction.atomic():
+        services.ticket_update(ticket=solved, status="solved", force=True)
+        other.status = "pending"
+        other.save()
+    # then the state between the two changes, which never committed, was carried nowhere
+    assert cache.get(counts._latest_key(license.pk, digest)) == (counted_at, total)
+    assert owner.client.get("/v1/tickets")["X-Total-Results"] == str(total - 2)
 
 
 def test_with_the_cache_away_every_reader_counts(owner, world, monkeypatch):
@@ -396,3 +419,35 @@ def test_the_registry_admits_a_set_on_its_second_expensive_count_and_evicts_idle
     cache.set(counts._registry_key(7), sets)
     counts._register(7, "report", "SELECT 1", (), 110.0)
     assert registered() == {"common", "inbox", "report"}
+
+
+def test_a_reader_waits_briefly_for_the_step_of_a_write_that_has_just_committed(owner, world, monkeypatch):
+    # given the open tickets counted at G (a slow count), and a write to G' whose step is not stored yet
+    license = world["license"]
+    digest = _digest_of(owner, monkeypatch, license)
+    total = int(owner.client.get("/v1/tickets")["X-Total-Results"])
+    license.refresh_from_db()
+    counted_at = license.tickets_generation
+    registry = cache.get(counts._registry_key(license.pk))
+    sql, params, _, used = registry[digest]
+    registry[digest] = (sql, params, 500.0, used)
+    cache.set(counts._registry_key(license.pk), registry)
+    ticket = _first(license, silo="tickets", status="open")
+    with monkeypatch.context() as unstored:
+        unstored.setattr(counts, "_carry", lambda *args: None)
+        _ok(owner.client.patch(f"/v1/tickets/{ticket.pk}", {"status": "pending"}, format="json"))
+    license.refresh_from_db()
+    pauses = []
+
+    def the_step_arrives(seconds):
+        pauses.append(seconds)
+        cache.set(counts._step_key(license.pk, counted_at, digest), (license.tickets_generation, -1))
+
+    monkeypatch.setattr(counts.time, "sleep", the_step_arrives)
+    # when
+    with CaptureQueriesContext(connection) as queries:
+        served = owner.client.get("/v1/tickets")["X-Total-Results"]
+    # then
+    assert pauses
+    assert served == str(total - 1)
+    assert not any("COUNT(" in q["sql"].upper() for q in queries.captured_queries)

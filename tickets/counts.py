@@ -20,7 +20,8 @@ decorator); its bookkeeping here, finished by a before-commit callback, is the o
   change, at generation G0). At the end the generation is raised from G to G'; only if G0 = G (no other write
   committed in between, so the re-test saw the tickets as they are at G, links included) is anything carried:
   still inside the transaction, with the license row locked by the raise (so no other write of the license can
-  commit before this one), one statement re-tests the same tickets again, which is the state at G'; after the
+  commit before this one), one statement re-tests the same tickets again, which is the state at G' (a unit of
+  work inside a bare atomic() block, whose transaction goes on after it, carries nothing); after the
   commit every entry cached under G becomes, under G', its count plus the difference, and each set gets a
   *step* (G -> G', difference): stored right after the commit, before most readers of G' look. New tickets (`created`) counted nowhere
   before. A miss rolls the set's newest known count forward through the steps (`_roll_forward`): a count that
@@ -67,13 +68,15 @@ from tickets.models import Ticket
 log = logging.getLogger(__name__)
 
 COUNT_TTL_SECONDS = 300
-COUNT_LOCK_SECONDS = 30  # one request counts a filter set at a time; the lock frees itself after this
-COUNT_WAIT_SECONDS = 5  # then the others count too
+COUNT_LOCK_SECONDS = 10  # one request counts a filter set at a time; the lock frees itself after this
+COUNT_WAIT_SECONDS = 3  # then the others count too
 REGISTRY_TTL_SECONDS = 3600
 SEEN_SECONDS = 3600  # a set's second expensive count within this time registers it
 ADMIT_AT_ONCE_FACTOR = 20  # a count this many times TICKET_COUNT_CARRY_MIN_MS registers its set at once
 IDLE_SECONDS = 600  # a registered set not used for this long is the first to go
 MARK_EVERY_SECONDS = 60
+STEP_WAIT_MS = 30  # how long a reader waits for the step of a write that has just committed (`_await_step`)
+STEP_WAIT_RECENT_MS = 200
 MAX_CARRIED_TICKETS = 100  # a write declaring more tickets drops the totals instead of re-testing them
 MAX_STEPS = 50  # writes a reader's roll forward may walk through
 
@@ -87,7 +90,8 @@ def _key(license_id: int, generation: int, digest: str) -> str:
 
 
 def _registry_key(license_id: int) -> str:
-    return f"tickets:countsets:{license_id}"
+    # v2: entries are (sql, params, count ms, last used); a process of the previous release reads its own key
+    return f"tickets:countsets2:{license_id}"
 
 
 def _step_key(license_id: int, generation: int, digest: str) -> str:
@@ -132,14 +136,17 @@ def cached_count(queryset, license) -> int:
     # One count at a time per filter set: the others wait for it (a common word's count takes ~0.5 s at 1M
     # tickets; eight clients missing together would otherwise run it eight times on the same cores).
     counting = _counting_key(license.pk, digest)
-    if cache.add(counting, 1, COUNT_LOCK_SECONDS) is False:  # None: the cache is away, count
+    locked = cache.add(counting, 1, COUNT_LOCK_SECONDS)
+    if locked is False:  # (None: the cache is away; count)
         waited = _wait_for_count(license.pk, digest, wanted, counting)
         if waited is not None:
             return waited
+        locked = cache.add(counting, 1, COUNT_LOCK_SECONDS)  # the other count ended without an answer for us
     try:
         return _count(license.pk, digest, sql, params)
     finally:
-        cache.delete(counting)
+        if locked:  # only a lock this request took
+            cache.delete(counting)
 
 
 def _count(license_id: int, digest: str, sql: str, params) -> int:
@@ -166,7 +173,7 @@ def _wait_for_count(license_id: int, digest: str, wanted: int, counting: str) ->
     one is as good an answer: a write committed during this request). None when it gave up or went away."""
     deadline = time.monotonic() + COUNT_WAIT_SECONDS
     pause = 0.005
-    while time.monotonic() < deadline:
+    while True:
         time.sleep(pause)
         pause = min(pause * 2, 0.05)
         latest = cache.get(_latest_key(license_id, digest))
@@ -174,7 +181,8 @@ def _wait_for_count(license_id: int, digest: str, wanted: int, counting: str) ->
             return latest[1]
         if cache.get(counting) is None:  # done (its count belongs to an older generation) or gone
             return _roll_forward(license_id, digest, wanted)
-    return None
+        if time.monotonic() >= deadline:
+            return None
 
 
 def _roll_forward(license_id: int, digest: str, wanted: int) -> int | None:
@@ -187,10 +195,14 @@ def _roll_forward(license_id: int, digest: str, wanted: int) -> int | None:
     if latest is None:
         return None
     generation, count = latest
+    awaited = False
     for _ in range(MAX_STEPS):
         if generation >= wanted:
             break
         step = cache.get(_step_key(license_id, generation, digest))
+        if step is None and not awaited:
+            awaited = True
+            step = _await_step(license_id, digest, generation, wanted)
         if step is None:
             return None
         generation, count = step[0], count + step[1]
@@ -204,13 +216,36 @@ def _roll_forward(license_id: int, digest: str, wanted: int) -> int | None:
     return count
 
 
+def _await_step(license_id: int, digest: str, generation: int, wanted: int):
+    """The step from `generation`, if a write that just committed is about to store it; else None.
+
+    A write stores its steps right after its commit, so a reader that authenticated in between sees the new
+    generation a millisecond or two before the step. For a set slower to count than the wait (a registered one:
+    only those get steps), when the wanted generation was raised within the last STEP_WAIT_RECENT_MS, the
+    reader waits up to STEP_WAIT_MS for it instead of counting. Generations are raised to the time in
+    microseconds, which is how "recent" is told; a skewed clock only means a wait too many or too few."""
+    if time.time_ns() // 1000 - wanted > STEP_WAIT_RECENT_MS * 1000:
+        return None
+    entry = (cache.get(_registry_key(license_id)) or {}).get(digest)
+    if entry is None or entry[2] < 2 * STEP_WAIT_MS:
+        return None
+    deadline = time.monotonic() + STEP_WAIT_MS / 1000
+    while time.monotonic() < deadline:
+        time.sleep(0.002)
+        step = cache.get(_step_key(license_id, generation, digest))
+        if step is not None:
+            return step
+    return None
+
+
 def _register(license_id: int, digest: str, sql: str, params, took_ms: float) -> None:
     """Remember an expensive filter set so that writes carry its total over.
 
     Admission: a set counted once and never again (a rare word) must not push out the sets a license searches
     all day, so a set is admitted on its second expensive count within the hour, or at once when its count took
-    ADMIT_AT_ONCE_FACTOR times the threshold. Eviction: the sets not used for longest go first, among them the
-    cheapest (`_keep_registered` marks a set used when its total is served from the cache)."""
+    ADMIT_AT_ONCE_FACTOR times the threshold. Eviction: the sets idle for over IDLE_SECONDS go first, then the
+    others, the cheapest first within each (`_keep_registered` marks a set used when its total is found cached
+    under the request's generation)."""
     at_once = took_ms >= settings.TICKET_COUNT_CARRY_MIN_MS * ADMIT_AT_ONCE_FACTOR
     if not at_once and cache.add(_seen_key(license_id, digest), 1, SEEN_SECONDS) is not False:
         return  # first sighting (or the cache is away)
@@ -218,7 +253,7 @@ def _register(license_id: int, digest: str, sql: str, params, took_ms: float) ->
     sets = cache.get(_registry_key(license_id)) or {}
     sets[digest] = (sql, tuple(params), took_ms, now)
     if len(sets) > settings.TICKET_COUNT_CARRY_SETS:
-        # idle for over IDLE_SECONDS first (oldest first), then the cheapest
+        # the sets idle for over IDLE_SECONDS first, then the others; within each, the cheapest first
         ranked = sorted(sets, key=lambda d: (now - sets[d][3] < IDLE_SECONDS, sets[d][2], sets[d][3]))
         for evicted in ranked[: len(sets) - settings.TICKET_COUNT_CARRY_SETS]:
             del sets[evicted]
@@ -267,7 +302,7 @@ def _retest(sets: dict, ticket_ids, license_id: int | None = None) -> list[int]:
 
 @dataclass
 class _LicenseWrites:
-    sets: dict | None = None  # digest -> (sql, params), as registered when the write began
+    sets: dict | None = None  # digest -> (sql, params, count ms, last used) as registered at the start
     declared: set = field(default_factory=set)  # ticket IDs changed or created
     before: list | None = None  # per set: rows among the declared tickets before the change
     seen: set = field(default_factory=set)  # the generations the before-tests ran at
@@ -276,6 +311,7 @@ class _LicenseWrites:
 
 @dataclass
 class _UnitOfWork:
+    commits: bool  # the transaction commits right after the unit's callbacks (helpdesk.transactions.Unit)
     licenses: dict = field(default_factory=dict)  # license ID -> _LicenseWrites
 
     def license(self, license_id: int) -> _LicenseWrites:
@@ -295,7 +331,7 @@ def _current() -> _UnitOfWork | None:
         return None
     uow = unit.state.get(_STATE_KEY)
     if uow is None:
-        uow = unit.state[_STATE_KEY] = _UnitOfWork()
+        uow = unit.state[_STATE_KEY] = _UnitOfWork(commits=unit.commits)
         before_commit(lambda: _finish(uow))
     return uow
 
@@ -379,8 +415,11 @@ def _finish(uow: _UnitOfWork) -> None:
             _bump(license_id, carry=False)  # nothing can be carried
             continue
         before, after = _bump(license_id)
-        # Carried only if no other write committed since the before-tests: then they saw the state at `before`.
-        if not writes.seen <= {before}:
+        # Carried only if no other write committed since the before-tests (then they saw the state at `before`),
+        # and only if this transaction commits right after this callback: inside a bare atomic() block it goes
+        # on, and a later change in it would raise the generation again, leaving `after` a state that never
+        # committed.
+        if not (writes.seen <= {before} and uow.commits):
             continue
         # The after-tests run here, before the commit: the license row is locked by the raise above, so no
         # other write to the license can commit before this one, and the declared tickets are locked since
