@@ -348,10 +348,7 @@ def test_a_reader_counts_itself_when_the_other_count_never_arrives(owner, world,
 def test_a_write_inside_a_longer_transaction_carries_nothing(owner, world, monkeypatch):
     # given the open tickets counted (and carried by writes)
     license = world["license"]
-    digest = _digest_of(owner, monkeypatch, license)
-    total = int(owner.client.get("/v1/tickets")["X-Total-Results"])
-    license.refresh_from_db()
-    counted_at = license.tickets_generation
+    digest, total, counted_at = _counted(owner, monkeypatch, license)
     solved, other = Ticket.objects.filter(license=license, silo="tickets", status="open").order_by("number")[
         :2
     ]
@@ -374,6 +371,14 @@ def test_with_the_cache_away_every_reader_counts(owner, world, monkeypatch):
     monkeypatch.setattr(counts.time, "sleep", lambda seconds: pytest.fail("waited for a lock nobody holds"))
     expected = Ticket.objects.filter(license=world["license"], status="open", silo="tickets").count()
     assert owner.client.get("/v1/tickets")["X-Total-Results"] == str(expected)
+
+
+def _counted(owner, monkeypatch, license) -> tuple[str, int, int]:
+    """The open tickets counted: the filter set's digest, the total and the generation it was counted at."""
+    digest = _digest_of(owner, monkeypatch, license)
+    total = int(owner.client.get("/v1/tickets")["X-Total-Results"])
+    license.refresh_from_db()
+    return digest, total, license.tickets_generation
 
 
 def _digest_of(owner, monkeypatch, license) -> str:
@@ -424,10 +429,7 @@ def test_the_registry_admits_a_set_on_its_second_expensive_count_and_evicts_idle
 def test_a_reader_waits_briefly_for_the_step_of_a_write_that_has_just_committed(owner, world, monkeypatch):
     # given the open tickets counted at G (a slow count), and a write to G' whose step is not stored yet
     license = world["license"]
-    digest = _digest_of(owner, monkeypatch, license)
-    total = int(owner.client.get("/v1/tickets")["X-Total-Results"])
-    license.refresh_from_db()
-    counted_at = license.tickets_generation
+    digest, total, counted_at = _counted(owner, monkeypatch, license)
     registry = cache.get(counts._registry_key(license.pk))
     sql, params, _, used = registry[digest]
     registry[digest] = (sql, params, 500.0, used)
