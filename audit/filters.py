@@ -5,7 +5,7 @@ from django.db.models import Q
 
 from accounts.models import Agent
 from audit.models import ACTIONS, TARGETS, AuditEntry
-from helpdesk.api.filtersets import StrictFilterSet
+from helpdesk.api.filtersets import StrictFilterSet, refusing_empty_values
 from helpdesk.api.relative_dates import RelativeDateRange, TimezoneFilter
 from helpdesk.context import AUTHOR_TYPES, SYSTEM_ACTOR_ID
 
@@ -39,13 +39,4 @@ class AuditEntryFilterSet(StrictFilterSet):
         return queryset.filter(author_id__in=sorted(ids))
 
     def get_form_class(self):
-        return type("AuditEntryFilterForm", (super().get_form_class(),), {"clean": _refuse_empty_values})
-
-
-def _refuse_empty_values(form):
-    """A parameter that is present but empty (`?action=`) is a 400, as everywhere else, not "no filter"."""
-    cleaned = super(type(form), form).clean()
-    for name in form.fields:
-        if name in form.data and not str(form.data.get(name, "")).strip():
-            form.add_error(name, "This parameter may not be empty.")
-    return cleaned
+        return refusing_empty_values(super().get_form_class())

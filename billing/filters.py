@@ -4,7 +4,7 @@ import django_filters
 
 from billing.models import STATES, Subscription
 from billing.plans import PLAN_CODES
-from helpdesk.api.filtersets import StrictFilterSet
+from helpdesk.api.filtersets import StrictFilterSet, refusing_empty_values
 
 
 class SubscriptionFilterSet(StrictFilterSet):
@@ -13,6 +13,9 @@ class SubscriptionFilterSet(StrictFilterSet):
     class Meta:
         model = Subscription
         fields: list[str] = []
+
+    def get_form_class(self):
+        return refusing_empty_values(super().get_form_class())
 
 
 # The contract's name carries the array suffix, which is not a Python identifier.

@@ -57,7 +57,13 @@ def test_it_filters_by_plan_codes_and_state(owner):
 
 
 @pytest.mark.parametrize(
-    ("query", "param"), [("planCodes[]=hd-gold", "planCodes[]"), ("state=cancelled", "state")]
+    ("query", "param"),
+    [
+        ("planCodes[]=hd-gold", "planCodes[]"),
+        ("planCodes[]=", "planCodes[]"),
+        ("state=cancelled", "state"),
+        ("state=", "state"),  # sent empty: not the same as left out
+    ],
 )
 def test_an_invalid_filter_value_is_a_400_naming_it(owner, query, param):
     response = owner.client.get(f"/v1/subscriptions?{query}")

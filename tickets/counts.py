@@ -265,14 +265,16 @@ _marked: dict = {}  # (license ID, digest) -> when this process last marked the 
 
 
 def _keep_registered(license_id: int, digest: str) -> None:
-    """A cached total was served: at most once a minute per process, mark its set (if registered) used."""
+    """A cached total was served: at most once a minute per process, mark its set (if registered) used; no cache
+    round trip the first time a process serves it."""
     now = time.monotonic()
     last = _marked.get((license_id, digest))
-    if last is not None and now - last < MARK_EVERY_SECONDS:
-        return
-    if len(_marked) > 10_000:
-        _marked.clear()
-    _marked[(license_id, digest)] = now
+    if last is None or now - last >= MARK_EVERY_SECONDS:
+        if len(_marked) > 10_000:
+            _marked.clear()
+        _marked[(license_id, digest)] = now
+    if last is None or now - last < MARK_EVERY_SECONDS:
+        return  # (a set this process sees for the first time is marked after its first minute of use)
     sets = cache.get(_registry_key(license_id))
     if sets and digest in sets:
         sql, params, took_ms, _ = sets[digest]
