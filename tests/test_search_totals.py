@@ -453,3 +453,23 @@ def test_a_reader_waits_briefly_for_the_step_of_a_write_that_has_just_committed(
     assert pauses
     assert served == str(total - 1)
     assert not any("COUNT(" in q["sql"].upper() for q in queries.captured_queries)
+
+
+def test_a_served_total_marks_its_set_used_at_most_once_a_minute(settings, monkeypatch):
+    settings.TICKET_COUNT_CARRY_MIN_MS = 5
+    cache.clear()
+    counts._marked.clear()
+    clock = [1000.0]
+    monkeypatch.setattr(counts.time, "monotonic", lambda: clock[0])
+    counts._register(7, "inbox", "SELECT 1", (), 150.0)
+
+    def last_used():
+        return cache.get(counts._registry_key(7))["inbox"][3]
+
+    registered_at = last_used()
+    clock[0] += 59
+    counts._keep_registered(7, "inbox")
+    assert last_used() == registered_at  # within the minute: no cache round trip
+    clock[0] += 2
+    counts._keep_registered(7, "inbox")
+    assert last_used() > registered_at

@@ -21,13 +21,12 @@ decorator); its bookkeeping here, finished by a before-commit callback, is the o
   committed in between, so the re-test saw the tickets as they are at G, links included) is anything carried:
   still inside the transaction, with the license row locked by the raise (so no other write of the license can
   commit before this one), one statement re-tests the same tickets again, which is the state at G' (a unit of
-  work inside a bare atomic() block, whose transaction goes on after it, carries nothing); after the
+  work inside a bare atomic() block, whose transaction goes on after it, carries nothing); right after the
   commit every entry cached under G becomes, under G', its count plus the difference, and each set gets a
-  *step* (G -> G', difference): stored right after the commit, before most readers of G' look. New tickets (`created`) counted nowhere
-  before. A miss rolls the set's newest known count forward through the steps (`_roll_forward`): a count that
-  takes longer than the time between two writes (300-500 ms for common words at 1M tickets, against 200 ms
-  between writes at 5/s) is stored under a generation the next write has already left; without the steps it
-  would never be carried. A step exists only for an exact write, so a drop ends every chain.
+  *step* (G -> G', difference). New tickets (`created`) counted nowhere before. A miss rolls the set's newest
+  known count forward through the steps (`_roll_forward`): a count that takes longer than the time between two
+  writes (300-500 ms for common words at 1M tickets, against 200 ms between writes at 5/s) is stored under a
+  generation the next write has already left; without the steps it would never be carried. A step exists only for an exact write, so a drop ends every chain.
 The registry (`_register`) admits a set on its second expensive count (or at once when very expensive),
 so that one-off searches do not push out the ones a license runs all day; idle sets, then cheap ones, leave it.
 A miss is counted by one request at a time per filter set; the others wait for its count (`_wait_for_count`).
@@ -267,14 +266,13 @@ _marked: dict = {}  # (license ID, digest) -> when this process last marked the 
 def _keep_registered(license_id: int, digest: str) -> None:
     """A cached total was served: at most once a minute per process, mark its set (if registered) used; no cache
     round trip the first time a process serves it."""
+    if len(_marked) > 10_000:
+        _marked.clear()
     now = time.monotonic()
-    last = _marked.get((license_id, digest))
-    if last is None or now - last >= MARK_EVERY_SECONDS:
-        if len(_marked) > 10_000:
-            _marked.clear()
-        _marked[(license_id, digest)] = now
-    if last is None or now - last < MARK_EVERY_SECONDS:
-        return  # (a set this process sees for the first time is marked after its first minute of use)
+    last = _marked.setdefault((license_id, digest), now)  # first seen: marked after a minute of use
+    if now - last < MARK_EVERY_SECONDS:
+        return
+    _marked[(license_id, digest)] = now
     sets = cache.get(_registry_key(license_id))
     if sets and digest in sets:
         sql, params, took_ms, _ = sets[digest]
