@@ -69,6 +69,14 @@ def test_the_ticket_search_documents_every_filter_and_pagination_parameter(schem
     assert expected <= names, expected - names
 
 
+@pytest.mark.parametrize("path", ["/v1/tickets", "/v1/auditLog"])
+def test_a_cursors_id_is_documented_as_what_the_server_accepts(schema, path):
+    # the server refuses a cursor ID that is not a UUID (400): the document says so, so a client can know it
+    parameters = {p["name"]: p["schema"] for p in schema["paths"][path]["get"]["parameters"]}
+    for name in ("next.ID", "prev.ID"):
+        assert (parameters[name]["type"], parameters[name]["format"]) == ("string", "uuid")
+
+
 def test_the_ticket_documents_its_events_and_the_download(schema):
     schemas = schema["components"]["schemas"]
     events = schemas["Ticket"]["properties"]["events"]

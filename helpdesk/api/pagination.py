@@ -224,6 +224,8 @@ class KeysetPagination(BasePagination):
 
     def get_schema_operation_parameters(self, view):
         sort_fields = getattr(view, "sort_fields", self.sort_fields)
+        model = getattr(getattr(view, "queryset", None), "model", None)
+        id_schema = _id_schema(model._meta.pk if model is not None else None)
 
         def param(name, schema, description):
             return {
@@ -261,13 +263,13 @@ class KeysetPagination(BasePagination):
                 {"type": "string", "format": "date-time"},
                 "Cursor: sort value of the last item held.",
             ),
-            param(NEXT_ID, {"type": "string"}, "Cursor: ID of the last item held."),
+            param(NEXT_ID, id_schema, "Cursor: ID of the last item held."),
             param(
                 PREV_VALUE,
                 {"type": "string", "format": "date-time"},
                 "Cursor: sort value of the first item held.",
             ),
-            param(PREV_ID, {"type": "string"}, "Cursor: ID of the first item held."),
+            param(PREV_ID, id_schema, "Cursor: ID of the first item held."),
         ]
 
     # --- headers -------------------------------------------------------------------------------------------
@@ -406,3 +408,12 @@ def _params_form(sort_fields: tuple[str, ...], max_page_size: int):
         SORT_BY: forms.ChoiceField(required=False, choices=[(name, name) for name in sort_fields]),
     }
     return type("PaginationParamsForm", (forms.Form,), fields)
+
+
+def _id_schema(pk_field) -> dict:
+    """The OpenAPI schema of a cursor's ID: what `_cursor_pk` accepts for the view's model."""
+    if isinstance(pk_field, models.UUIDField):
+        return {"type": "string", "format": "uuid"}
+    if isinstance(pk_field, models.IntegerField):
+        return {"type": "integer", "format": "int64"}
+    return {"type": "string"}
