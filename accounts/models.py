@@ -130,8 +130,6 @@ class License(models.Model):
     settings = models.JSONField(default=default_license_settings)
     source = models.JSONField(default=default_license_source)
     detected_languages = models.JSONField(default=list, blank=True)
-    # Raised by every ticket write in its transaction: the key of the cached search totals (tickets/counts.py).
-    tickets_generation = models.BigIntegerField(default=0, editable=False)
 
     def __str__(self):
         company = (self.settings or {}).get("companyName")

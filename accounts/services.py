@@ -144,7 +144,7 @@ def license_create(
     """
     account = account_get_or_create(email=owner_email, name=owner_name)
     if first_license_only:
-        Account.objects.select_for_update().get(pk=account.pk)
+        Account.objects.select_for_update(no_key=True).get(pk=account.pk)
         if Agent.objects.filter(account=account, status=STATUS_ACTIVE).exists():
             raise Conflict("This account already has a license.", code="license_exists")
     settings_ = default_license_settings() | ({"companyName": company_name} if company_name else {})
@@ -189,7 +189,7 @@ def _license_populate(license, account, owner_id, owner_name, plan_code, coupon_
 @unit_of_work
 def license_update(*, license: License, data: dict) -> License:
     """PATCH of a license: defaultTeamID, defaultTemplateID and settings (merged)."""
-    license = License.objects.select_for_update().get(pk=license.pk)
+    license = License.objects.select_for_update(no_key=True).get(pk=license.pk)
     if "default_team" in data:
         team = data["default_team"]
         if team.license_id != license.pk:
@@ -288,7 +288,7 @@ def teams_bulk_update(*, license: License, teams: list[Team], fields: dict) -> l
 
 @unit_of_work
 def team_delete(*, team: Team) -> None:
-    license = License.objects.select_for_update().get(pk=team.license_id)
+    license = License.objects.select_for_update(no_key=True).get(pk=team.license_id)
     if license.default_team_id == team.pk:
         raise Conflict(
             "The default team cannot be deleted; make another team the default first.", code="default_team"
@@ -325,7 +325,7 @@ def _active_owner_ids(license: License) -> set:
 
 def _keep_an_owner(license: License, agent: Agent, *, leaving: bool) -> None:
     """Refuse a change that would leave the license without an active owner (409)."""
-    License.objects.select_for_update().get(pk=license.pk)  # serialize owner changes per license
+    License.objects.select_for_update(no_key=True).get(pk=license.pk)  # serialize owner changes per license
     owners = _active_owner_ids(license)
     still_owner = not leaving and agent.status == STATUS_ACTIVE and ROLE_OWNER in agent.roles
     if agent.pk in owners and not still_owner and len(owners) == 1:
@@ -389,7 +389,9 @@ def agent_create(
 def agent_update(
     *, agent: Agent, teams=None, autoassignment_teams=None, transaction_id=None, **fields
 ) -> Agent:
-    agent = Agent.objects.select_for_update().select_related("license").get(pk=agent.pk)
+    agent = (
+        Agent.objects.select_for_update(no_key=True, of=("self",)).select_related("license").get(pk=agent.pk)
+    )
     was_active = agent.status == STATUS_ACTIVE
     teams_before = set(agent.teams.values_list("pk", flat=True)) if teams is not None else set()
     auto_before = (
@@ -425,7 +427,9 @@ def agent_update(
 def agent_activate(*, agent: Agent) -> Agent:
     """An invited agent becomes active: only when its person accepts the invitation (templates_app.invitations)
     takes a seat (409 `seat_limit_reached` when none is free)."""
-    agent = Agent.objects.select_for_update().select_related("license").get(pk=agent.pk)
+    agent = (
+        Agent.objects.select_for_update(no_key=True, of=("self",)).select_related("license").get(pk=agent.pk)
+    )
     if agent.status == STATUS_ACTIVE:
         return agent
     _ensure_seat(agent.license)

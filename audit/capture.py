@@ -89,7 +89,7 @@ def _related_pks(obj, accessor):
 def _load(audited: Audited, pks, *, prefetch: bool = False, lock: bool = False) -> dict:
     queryset = audited.model._base_manager.filter(pk__in=pks)
     if lock:
-        queryset = queryset.select_for_update().order_by("pk")
+        queryset = queryset.select_for_update(no_key=True).order_by("pk")
     if prefetch and audited.m2m:
         queryset = queryset.prefetch_related(*audited.m2m)
     return {obj.pk: obj for obj in queryset}

@@ -12,13 +12,12 @@ from templates_app.models import BlockedSender, ReplyAddress, Template
 from tickets.models import Tag
 from tickets.webhooks.models import Webhook
 
-# detectedLanguages is derived from tickets (updated as their languages are detected), not a change anyone made;
-# ticketsGeneration is the key of the cached search totals (tickets/counts.py).
+# detectedLanguages is derived from tickets (updated as their languages are detected), not a change anyone made.
 register(
     License,
     target="licenses",
     license_of=lambda license: license.pk,
-    exclude=("detected_languages", "tickets_generation"),
+    exclude=("detected_languages",),
 )
 register(
     Agent,

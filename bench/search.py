@@ -138,7 +138,10 @@ def generation(license_id) -> int:
     from django.db import connection
 
     with connection.cursor() as cursor:
-        cursor.execute("SELECT tickets_generation FROM accounts_license WHERE id = %s", [license_id])
+        cursor.execute(
+            "SELECT COALESCE((SELECT value FROM tickets_searchgeneration WHERE license_id = %s), 0)",
+            [license_id],
+        )
         return cursor.fetchone()[0]
 
 

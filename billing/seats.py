@@ -20,7 +20,7 @@ def ensure_seat_available(license: License) -> None:
     Locks the license row first, as subscription changes do, so that an agent activation and a quantity
     reduction cannot pass their checks at the same time.
     """
-    License.objects.select_for_update().get(pk=license.pk)
+    License.objects.select_for_update(no_key=True).get(pk=license.pk)
     limit = seat_limit(license)
     active = active_agent_count(license)
     if active + 1 > limit:

@@ -106,7 +106,7 @@ def upgrade_amount(subscription: Subscription, plan: Plan, quantity: int, now) -
 
 
 def _lock_license(license: License) -> License:
-    return License.objects.select_for_update().get(pk=license.pk)
+    return License.objects.select_for_update(no_key=True).get(pk=license.pk)
 
 
 def active_agent_count(license: License) -> int:

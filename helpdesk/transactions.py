@@ -13,7 +13,7 @@ change (the audit entry of the change, anything derived from it) needs a hook be
 admin's views and the other write paths open a unit of work instead of a bare `transaction.atomic()`, and
 `before_commit()` registers a callback on it. On the successful exit of the outermost unit of work on a
 connection the callbacks run, in the order they were registered (a callback may register more; they run too),
-then the block exits and commits. If a callback raises, the block rolls back and the error propagates. A unit of
+then those registered with `last=True`, then the block exits and commits. If a callback raises, the block rolls back and the error propagates. A unit of
 work that exits with an exception (or whose block is marked for rollback) drops its callbacks.
 
 A unit of work nested in another is a savepoint (`transaction.atomic()` nested); its callbacks run at the
@@ -39,6 +39,7 @@ class Unit:
 
     def __init__(self, commits: bool) -> None:
         self.callbacks: list[Callable[[], Any]] = []
+        self.last: list[Callable[[], Any]] = []  # run after every other callback (`before_commit(last=True)`)
         self.state: dict[str, Any] = {}
         # Whether the transaction commits right after the callbacks: False inside a bare `transaction.atomic()`
         # (a test case's block, Django's block around a deletion), whose transaction goes on after them.
@@ -62,8 +63,11 @@ def current_unit(using: str | None = None) -> Unit | None:
     return _units().get(using or DEFAULT_DB_ALIAS)
 
 
-def before_commit(callback: Callable[[], Any], using: str | None = None) -> None:
+def before_commit(callback: Callable[[], Any], using: str | None = None, *, last: bool = False) -> None:
     """Run `callback()` inside the current unit of work's transaction, just before it commits.
+
+    `last`: after every other callback, those registered later included (the search totals' bookkeeping, which
+    takes its lock at the very end of every write, so that all writes take their final locks in one order).
 
     Outside a unit of work there is no such moment (autocommit, or a bare `transaction.atomic()` that nobody
     can hook into): that is a programming error, raised, never a callback silently lost.
@@ -73,7 +77,7 @@ def before_commit(callback: Callable[[], Any], using: str | None = None) -> None
         raise transaction.TransactionManagementError(
             "before_commit() outside a unit of work: wrap the write in helpdesk.transactions.unit_of_work()"
         )
-    unit.callbacks.append(callback)
+    (unit.last if last else unit.callbacks).append(callback)
 
 
 class UnitOfWork(ContextDecorator):
@@ -104,8 +108,8 @@ class UnitOfWork(ContextDecorator):
             # unit of work (a savepoint in this one).
             unit = _units()[self.using]
             try:
-                while unit.callbacks:
-                    unit.callbacks.pop(0)()
+                while unit.callbacks or unit.last:
+                    (unit.callbacks or unit.last).pop(0)()
             except BaseException as exc:
                 error = exc
         block = blocks.pop()

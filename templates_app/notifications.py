@@ -150,7 +150,12 @@ def _subject(by_ticket: dict) -> str:
 @unit_of_work
 def digest_send(*, agent_id) -> OutboundMessage | None:
     """One e-mail to the agent with every pending notification, unless their window is not over yet."""
-    agent = Agent.objects.select_for_update().select_related("license").filter(pk=agent_id).first()
+    agent = (
+        Agent.objects.select_for_update(no_key=True, of=("self",))
+        .select_related("license")
+        .filter(pk=agent_id)
+        .first()
+    )
     if agent is None:
         return None
     pending = AgentNotification.objects.filter(agent=agent, sent_at__isnull=True)

@@ -111,7 +111,11 @@ def address_from_token(token: str) -> ReplyAddress:
 @unit_of_work
 def reply_address_verify(*, token: str) -> ReplyAddress:
     address = address_from_token(token)
-    address = ReplyAddress.objects.select_for_update().select_related("license").get(pk=address.pk)
+    address = (
+        ReplyAddress.objects.select_for_update(no_key=True, of=("self",))
+        .select_related("license")
+        .get(pk=address.pk)
+    )
     if address.verified_at is None:
         address.verified_at = timezone.now()
         stamp_update(address)

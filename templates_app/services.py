@@ -68,7 +68,7 @@ def template_update(*, template: Template, name=None, content=None, transaction_
 
 @unit_of_work
 def template_delete(*, template: Template) -> None:
-    license = License.objects.select_for_update().get(pk=template.license_id)
+    license = License.objects.select_for_update(no_key=True).get(pk=template.license_id)
     if license.default_template_id == template.pk:
         raise Conflict(
             "The default template cannot be deleted; make another template the default first.",

@@ -4,6 +4,7 @@ counted and registered for carrying), then every filter set's `X-Total-Results` 
 Transactional: the totals are carried over after the commit (tickets.counts), as in production.
 """
 
+import threading
 import time
 from datetime import timedelta
 
@@ -315,14 +316,13 @@ def test_a_count_stored_after_the_next_write_rolls_forward_through_its_step(owne
 def test_a_reader_waits_for_the_count_another_request_is_running(owner, world, monkeypatch):
     # given another request counting the open tickets (its lock taken), whose count arrives while this one waits
     license = world["license"]
-    license.refresh_from_db()
     digest = _digest_of(owner, monkeypatch, license)
     cache.add(counts._counting_key(license.pk, digest), 1, 30)
-    pauses = []
+    pauses, current = [], counts.generation(license.pk)
 
     def the_other_count_arrives(seconds):
         pauses.append(seconds)
-        cache.set(counts._latest_key(license.pk, digest), (license.tickets_generation, 4242), 60)
+        cache.set(counts._latest_key(license.pk, digest), (current, 4242), 60)
 
     monkeypatch.setattr(counts.time, "sleep", the_other_count_arrives)
     # when
@@ -377,8 +377,7 @@ def _counted(owner, monkeypatch, license) -> tuple[str, int, int]:
     """The open tickets counted: the filter set's digest, the total and the generation it was counted at."""
     digest = _digest_of(owner, monkeypatch, license)
     total = int(owner.client.get("/v1/tickets")["X-Total-Results"])
-    license.refresh_from_db()
-    return digest, total, license.tickets_generation
+    return digest, total, counts.generation(license.pk)
 
 
 def _digest_of(owner, monkeypatch, license) -> str:
@@ -438,12 +437,11 @@ def test_a_reader_waits_briefly_for_the_step_of_a_write_that_has_just_committed(
     with monkeypatch.context() as unstored:
         unstored.setattr(counts, "_carry", lambda *args: None)
         _ok(owner.client.patch(f"/v1/tickets/{ticket.pk}", {"status": "pending"}, format="json"))
-    license.refresh_from_db()
-    pauses = []
+    pauses, current = [], counts.generation(license.pk)
 
     def the_step_arrives(seconds):
         pauses.append(seconds)
-        cache.set(counts._step_key(license.pk, counted_at, digest), (license.tickets_generation, -1))
+        cache.set(counts._step_key(license.pk, counted_at, digest), (current, -1))
 
     monkeypatch.setattr(counts.time, "sleep", the_step_arrives)
     # when
@@ -473,3 +471,80 @@ def test_a_served_total_marks_its_set_used_at_most_once_a_minute(settings, monke
     clock[0] += 2
     counts._keep_registered(7, "inbox")
     assert last_used() > registered_at
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("deletion", ["team", "agent"])
+@pytest.mark.parametrize("write_kind", ["update", "delete"])
+def test_a_deletion_whose_cascade_reaches_a_ticket_being_written_waits_for_it_without_deadlock(
+    owner, world, monkeypatch, deletion, write_kind
+):
+    # given a ticket assigned to a team and an agent, and a write of it that holds its row lock and has not
+    # finished yet (its totals' bookkeeping raises the search generation at the end of its transaction)
+    from accounts import services as account_services
+
+    license = world["license"]
+    agent = AgentFactory(license=license, roles=[ROLE_NORMAL])
+    agent.teams.add(world["team"])
+    ticket = TicketFactory(license=license, assignment={"team": world["team"], "agent": agent})
+    locked, release, errors = threading.Event(), threading.Event(), []
+    real_changing = counts.changing
+
+    def changing_then_pause(license_id, ticket_ids):
+        real_changing(license_id, ticket_ids)
+        if threading.current_thread().name == "writer":
+            locked.set()
+            release.wait(10)
+
+    monkeypatch.setattr(counts, "changing", changing_then_pause)
+
+    def run(work):
+        try:
+            work()
+        except Exception as error:  # noqa: BLE001 - reported below
+            errors.append(error)
+        finally:
+            connection.close()
+
+    def write():
+        if write_kind == "update":
+            services.ticket_update(ticket=Ticket.objects.get(pk=ticket.pk), priority=20)
+        else:
+            services.ticket_delete(ticket=Ticket.objects.get(pk=ticket.pk))
+
+    def delete():
+        if deletion == "team":
+            account_services.team_delete(team=world["team"])
+        else:
+            account_services.agent_delete(agent=Agent.objects.get(pk=agent.pk))
+
+    writer = threading.Thread(target=run, args=(write,), name="writer")
+    writer.start()
+    assert locked.wait(10)
+    # when the deletion, whose cascade updates that ticket, queues behind the write's row lock
+    deleter = threading.Thread(target=run, args=(delete,), name="deleter")
+    deleter.start()
+    _wait_for_a_lock_wait()
+    release.set()
+    writer.join(15)
+    deleter.join(15)
+    # then both commit (no deadlock, nothing to retry), and the deletion's cascade saw the write
+    assert errors == []
+    ticket.refresh_from_db()
+    assert ticket.priority == 20 if write_kind == "update" else ticket.silo == "trash"
+    if deletion == "team":
+        assert ticket.assignment_team_id is None
+    else:
+        assert ticket.assignment_agent_id != agent.pk
+
+
+def _wait_for_a_lock_wait():
+    with connection.cursor() as cursor:
+        for _ in range(500):
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
+            )
+            if cursor.fetchone()[0]:
+                return
+            time.sleep(0.01)
+    raise AssertionError("the deletion never waited for the write's row lock")

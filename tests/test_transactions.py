@@ -65,6 +65,35 @@ def test_a_callback_may_register_another_one(license):
     assert ran == ["first", "second"]
 
 
+def test_a_last_callback_runs_after_every_other_one_even_those_registered_after_it(license):
+    ran = []
+    with unit_of_work():
+        before_commit(lambda: ran.append("last"), last=True)
+        before_commit(lambda: before_commit(lambda: ran.append("third")) or ran.append("second"))
+        before_commit(lambda: ran.append("first"))
+    assert ran == ["second", "first", "third", "last"]
+
+
+def test_the_search_totals_lock_last_after_the_audit_whatever_registered_first(license):
+    # given a write whose totals' bookkeeping starts before anything is audited (a ticket write declares its
+    # tickets first), and the statements the transaction runs
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from tickets import counts
+    from tickets.models import SearchGeneration
+
+    generation_table = SearchGeneration._meta.db_table
+    with CaptureQueriesContext(connection) as queries, unit_of_work():
+        counts.drop(license.pk)
+        TeamFactory(license=license, name="Audited")
+    # then the generation is raised after the audit's chain head is written
+    statements = [query["sql"] for query in queries.captured_queries]
+    raised = max(i for i, sql in enumerate(statements) if generation_table in sql)
+    chained = max(i for i, sql in enumerate(statements) if "audit_auditchainhead" in sql)
+    assert chained < raised
+
+
 def test_before_commit_outside_a_unit_of_work_is_refused(db):
     with pytest.raises(transaction.TransactionManagementError), transaction.atomic():
         before_commit(lambda: None)

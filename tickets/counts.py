@@ -2,24 +2,26 @@
 
 Reading (`cached_count`). A count is cached under the license, the license's *generation* and a digest of the
 filtered query's SQL (relative dates already resolved). The generation lives in PostgreSQL, not in the cache:
-`License.tickets_generation`, raised by every transaction that changes the license's tickets, in that
-transaction. A miss counts with one statement that also reads the generation, so the count and the generation
+`SearchGeneration.value` (a row per license), raised by every transaction that changes the license's tickets,
+in that transaction. A miss counts with one statement that also reads the generation, so the count and the generation
 come from the same snapshot and the entry stored under generation G is the exact count at G (not "at least G").
 A request looks its entry up under the generation its authentication loaded.
 
 Writing. Every write to tickets runs in a unit of work (helpdesk.transactions.unit_of_work, the services'
-decorator); its bookkeeping here, finished by a before-commit callback, is the one place that keeps totals:
+decorator); its bookkeeping here, finished by the unit's last before-commit callback (after the audit's and any
+other, so every write takes its final locks in one order), is the one place that keeps totals:
 - a service declares, once it holds the rows' locks and before it changes them, the tickets it will change
   (`changing`) or create (`created`); a change of a license's teams, tags or agents that reaches its tickets
   without such a declaration (a cascade) only drops the totals (`drop`);
 - at its end, in the write's transaction, the unit of work raises each license's generation (G → G'), locking
-  the license rows in ID order (lock order: ticket rows, then license rows), and so drops every total;
+  the generation rows in license ID order (lock order: ticket rows, then generation rows; nothing locks a
+  generation row before a ticket row), and so drops every total;
 - and, for an exact declared write, it *carries* totals over: each license keeps a small registry (in the
   cache) of the filter sets whose count was expensive; `changing` re-tests the declared tickets against them in
   one statement that also reads the generation (how many rows each set counts among those tickets, before the
   change, at generation G0). At the end the generation is raised from G to G'; only if G0 = G (no other write
   committed in between, so the re-test saw the tickets as they are at G, links included) is anything carried:
-  still inside the transaction, with the license row locked by the raise (so no other write of the license can
+  still inside the transaction, with the generation row locked by the raise (so no other write of the license can
   commit before this one), one statement re-tests the same tickets again, which is the state at G' (a unit of
   work inside a bare atomic() block, whose transaction goes on after it, carries nothing); right after the
   commit every entry cached under G becomes, under G', its count plus the difference, and each set gets a
@@ -43,8 +45,9 @@ signal: the services use it only on tickets they declared, and a test walks ever
 Why the generation is in PostgreSQL: the earlier design kept it in Redis, and an increment lost during an
 outage served a stale total once Redis came back. The new value is at least the current time in microseconds,
 so a generation is not reused after a database restore rewinds the column; still flush the cache (or change
-CACHE_KEY_PREFIX) after a restore. A path that locks the license first and then tickets (team deletion) can
-deadlock with a concurrent ticket write; PostgreSQL aborts one of the two, which answers a retryable 503.
+CACHE_KEY_PREFIX) after a restore. Why in a row of its own, not a column of the license: a team's or an agent's
+deletion locks the license row and then, through its cascade, tickets; a ticket write locks its ticket and, at
+its end, the generation. With the generation on the license row the two deadlocked (PostgreSQL aborted one).
 """
 
 from __future__ import annotations
@@ -60,9 +63,8 @@ from django.db import connection, transaction
 from django.db.models import F, Value
 from django.db.models.functions import Greatest
 
-from accounts.models import License
 from helpdesk.transactions import before_commit, current_unit
-from tickets.models import Ticket
+from tickets.models import SearchGeneration, Ticket
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +83,18 @@ MAX_STEPS = 50  # writes a reader's roll forward may walk through
 
 
 def generation(license_id: int) -> int:
-    return License.objects.values_list("tickets_generation", flat=True).get(pk=license_id)
+    return SearchGeneration.objects.filter(pk=license_id).values_list("value", flat=True).first() or 0
+
+
+def _loaded_generation(license) -> int:
+    """The generation loaded with the request's license (the authentication joins it), else read now."""
+    try:
+        return license.search_generation.value
+    except SearchGeneration.DoesNotExist:  # no ticket of the license was ever written
+        return 0
+
+
+_GENERATION_SQL = f"COALESCE((SELECT value FROM {SearchGeneration._meta.db_table} WHERE license_id = %s), 0)"
 
 
 def _key(license_id: int, generation: int, digest: str) -> str:
@@ -124,7 +137,7 @@ def cached_count(queryset, license) -> int:
     # The rows' ticket IDs under one name, which the writes' re-test filters on (`_retest`).
     sql, params = queryset.order_by().values(counted_ticket=F(column)).query.sql_with_params()
     digest = hashlib.sha1(f"{sql}|{params!r}".encode(), usedforsecurity=False).hexdigest()
-    wanted = license.tickets_generation
+    wanted = _loaded_generation(license)
     found = cache.get(_key(license.pk, wanted, digest))
     if found is not None:
         _keep_registered(license.pk, digest)
@@ -151,11 +164,7 @@ def cached_count(queryset, license) -> int:
 def _count(license_id: int, digest: str, sql: str, params) -> int:
     started = time.perf_counter()
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT l.tickets_generation, c.n FROM {License._meta.db_table} l, "
-            f"(SELECT COUNT(*) AS n FROM ({sql}) s) c WHERE l.id = %s",
-            [*params, license_id],
-        )
+        cursor.execute(f"SELECT {_GENERATION_SQL}, (SELECT COUNT(*) FROM ({sql}) s)", [license_id, *params])
         current, count = cursor.fetchone()
     cache.set_many(
         {_key(license_id, current, digest): count, _latest_key(license_id, digest): (current, count)},
@@ -287,7 +296,7 @@ def _retest(sets: dict, ticket_ids, license_id: int | None = None) -> list[int]:
     marks = ", ".join(["%s"] * len(prepared))
     columns, params = [], []
     if license_id is not None:
-        columns.append(f"(SELECT tickets_generation FROM {License._meta.db_table} WHERE id = %s)")
+        columns.append(_GENERATION_SQL)
         params.append(license_id)
     for sql, set_params, *_ in sets.values():
         columns.append(f"(SELECT COUNT(*) FROM ({sql}) s WHERE s.counted_ticket IN ({marks}))")
@@ -325,14 +334,14 @@ _STATE_KEY = "tickets.counts"
 
 def _current() -> _UnitOfWork | None:
     """The totals' bookkeeping of the open unit of work (helpdesk.transactions), started on first use: its
-    `_finish` runs as the unit's before-commit callback, inside the write's transaction."""
+    `_finish` runs as the unit's last before-commit callback, inside the write's transaction."""
     unit = current_unit()
     if unit is None:
         return None
     uow = unit.state.get(_STATE_KEY)
     if uow is None:
         uow = unit.state[_STATE_KEY] = _UnitOfWork(commits=unit.commits)
-        before_commit(lambda: _finish(uow))
+        before_commit(lambda: _finish(uow), last=True)
     return uow
 
 
@@ -393,18 +402,26 @@ def touched(license_id: int, ticket_id=None) -> None:
 
 
 def _bump(license_id: int, *, carry: bool = True) -> tuple[int, int] | None:
-    """Raise the license's generation in the current transaction; returns (before, after). Without `carry`
-    (nothing will be carried) in one statement, the old value unread, and returns None."""
+    """Raise the license's generation in the current transaction, locking its row (SearchGeneration) until the
+    commit; returns (before, after). Without `carry` (nothing will be carried) in one statement, the old value
+    unread, and returns None."""
+    now = time.time_ns() // 1000
+    row = SearchGeneration.objects.filter(pk=license_id)
     if not carry:
-        License.objects.filter(pk=license_id).update(
-            tickets_generation=Greatest(F("tickets_generation") + 1, Value(time.time_ns() // 1000))
-        )
+        raised = row.update(value=Greatest(F("value") + 1, Value(now)))
+        # the license's first ticket write: its row (or, if a concurrent first write made it, raise it)
+        if (
+            not raised
+            and not SearchGeneration.objects.get_or_create(license_id=license_id, defaults={"value": now})[1]
+        ):
+            row.update(value=Greatest(F("value") + 1, Value(now)))
         return None
-    before = (
-        License.objects.select_for_update().values_list("tickets_generation", flat=True).get(pk=license_id)
-    )
-    after = max(before + 1, time.time_ns() // 1000)
-    License.objects.filter(pk=license_id).update(tickets_generation=after)
+    before = row.select_for_update().values_list("value", flat=True).first()
+    if before is None:
+        SearchGeneration.objects.get_or_create(license_id=license_id)
+        before = row.select_for_update().values_list("value", flat=True).get()
+    after = max(before + 1, now)
+    row.update(value=after)
     return before, after
 
 
@@ -421,7 +438,7 @@ def _finish(uow: _UnitOfWork) -> None:
         # committed.
         if not (writes.seen <= {before} and uow.commits):
             continue
-        # The after-tests run here, before the commit: the license row is locked by the raise above, so no
+        # The after-tests run here, before the commit: the generation row is locked by the raise above, so no
         # other write to the license can commit before this one, and the declared tickets are locked since
         # their declaration. What these tests see is the state at `after`; stored at the commit, the carried
         # totals are there when the first reader of `after` looks.

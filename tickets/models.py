@@ -50,6 +50,22 @@ class TicketSequence(LicenseOwned):
         constraints = [models.UniqueConstraint("license", name="ticket_sequence_one_per_license")]
 
 
+class SearchGeneration(models.Model):
+    """A license's ticket search generation, the key of its cached search totals (tickets/counts.py): raised at
+    the end of every transaction that changes the license's tickets. A row of its own, locked only by those
+    raises and always last, after any ticket row: a path that locks the license row and then tickets (a team's
+    or an agent's deletion, whose cascades update tickets) waits for a ticket write instead of deadlocking with
+    it. A license whose tickets were never written has no row yet (generation 0)."""
+
+    license = models.OneToOneField(
+        License, on_delete=models.CASCADE, primary_key=True, related_name="search_generation"
+    )
+    value = models.BigIntegerField(default=0)
+
+    def __str__(self):
+        return f"License {self.license_id}: generation {self.value}"
+
+
 def _search_index(name: str, *fields: str) -> models.Index:
     return models.Index(fields=["license", "silo", "status", *fields, "id"], name=name)
 

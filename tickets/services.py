@@ -60,7 +60,9 @@ def _bind_transaction(license: License, transaction_id, ticket: Ticket) -> Attac
 def _note_language(license: License, language: str) -> None:
     if language == search.NO_LANGUAGE or language in (license.detected_languages or []):
         return
-    locked = License.objects.select_for_update().only("id", "detected_languages").get(pk=license.pk)
+    locked = (
+        License.objects.select_for_update(no_key=True).only("id", "detected_languages").get(pk=license.pk)
+    )
     if language not in locked.detected_languages:
         locked.detected_languages = sorted([*locked.detected_languages, language])
         locked.save(update_fields=["detected_languages"])
@@ -310,7 +312,11 @@ def ticket_update(
     unknown = set(fields) - set(_UPDATABLE)
     if unknown:
         raise TypeError(f"unknown ticket fields {sorted(unknown)}")
-    ticket = Ticket.objects.select_for_update().select_related("license").get(pk=ticket.pk)
+    ticket = (
+        Ticket.objects.select_for_update(no_key=True, of=("self",))
+        .select_related("license")
+        .get(pk=ticket.pk)
+    )
     license = ticket.license
     counts.changing(license.pk, [ticket.pk])
     changes_other_than_silo = any(key != "silo" for key in fields) or any(
@@ -386,7 +392,7 @@ def ticket_update(
 @unit_of_work
 def ticket_delete(*, ticket: Ticket) -> Ticket:
     """DELETE moves the ticket to the trash (purged 30 days after its last update)."""
-    ticket = Ticket.objects.select_for_update().get(pk=ticket.pk)
+    ticket = Ticket.objects.select_for_update(no_key=True).get(pk=ticket.pk)
     if ticket.silo != "trash":
         counts.changing(ticket.license_id, [ticket.pk])
         history = History(ticket)
@@ -411,7 +417,9 @@ def ticket_merge(*, ticket: Ticket, child: Ticket) -> Ticket:
     # Lock both in a fixed order so that two concurrent merges cannot deadlock.
     locked = {
         t.pk: t
-        for t in Ticket.objects.select_for_update().filter(pk__in=[ticket.pk, child.pk]).order_by("pk")
+        for t in Ticket.objects.select_for_update(no_key=True)
+        .filter(pk__in=[ticket.pk, child.pk])
+        .order_by("pk")
     }
     if len(locked) != 2:  # one was purged since the view read it (the API's error handler answers 404)
         raise Ticket.DoesNotExist("The ticket no longer exists.")
@@ -451,7 +459,7 @@ def ticket_rate(*, ticket: Ticket, score: str, comment: str = "") -> Ticket:
     """The customer's rating of the ticket (`good` or `bad`, with an optional comment), and its event."""
     if score not in RATINGS:
         raise field_error("score", f"Must be one of {', '.join(RATINGS)}.")
-    ticket = Ticket.objects.select_for_update().get(pk=ticket.pk)
+    ticket = Ticket.objects.select_for_update(no_key=True).get(pk=ticket.pk)
     if ticket.is_read_only:
         raise Conflict(f"Tickets in '{ticket.silo}' are read-only.", code="read_only_silo")
     counts.changing(ticket.license_id, [ticket.pk])

@@ -250,7 +250,7 @@ class OAuthBearerAuthentication(authentication.BaseAuthentication):
         if license_app is None or not access_token.user.is_active:
             return None
         agent = (
-            Agent.objects.select_related("license")
+            Agent.objects.select_related("license__search_generation")
             .filter(account=access_token.user, license=license_app.license, status=STATUS_ACTIVE)
             .first()
         )
@@ -291,8 +291,9 @@ def _caller_query(vendor: str):
         return [f'{alias}."{field.column}"' for field in model._meta.concrete_fields]
 
     pat_fields = [PersonalAccessToken._meta.get_field(name) for name in ("id", "scopes", "last_used_at")]
+    generation = License._meta.get_field("search_generation")  # the tickets app's row (tickets/counts.py)
     select = columns("a", Agent) + columns("l", License) + columns("c", Account)
-    select += [f'p."{field.column}"' for field in pat_fields]
+    select += [f'p."{field.column}"' for field in pat_fields] + ['g."value"']
     sql = f"""
         SELECT {", ".join(select)}
         FROM {PersonalAccessToken._meta.db_table} p
@@ -300,6 +301,7 @@ def _caller_query(vendor: str):
         LEFT JOIN {Agent._meta.db_table} a ON a.account_id = p.account_id AND a.status = %(active)s
           AND (%(license)s::bigint IS NULL OR a.license_id = %(license)s::bigint)
         LEFT JOIN {License._meta.db_table} l ON l.id = a.license_id
+        LEFT JOIN {generation.related_model._meta.db_table} g ON g.license_id = l.id
         WHERE p.token_hash = %(hash)s AND p.revoked_at IS NULL AND p.account_id = %(account)s
         ORDER BY a.created_at, a.id
         LIMIT 1"""
@@ -311,7 +313,7 @@ def _caller_query(vendor: str):
         ])
         for model in (Agent, License, Account)
     ]  # fmt: skip
-    return sql, loaders, [_converters(field) for field in pat_fields]
+    return sql, loaders, [_converters(field) for field in pat_fields], generation
 
 
 def _load(model, attnames, converters, values):
@@ -323,7 +325,7 @@ def _caller(token_hash: str, account_id: uuid.UUID, wanted_license: int | None):
     """(token, agent with its license and account, or None) for an unrevoked token of `account_id`."""
     from accounts.models import STATUS_ACTIVE, Account, PersonalAccessToken
 
-    sql, loaders, pat_converters = _caller_query(connection.vendor)
+    sql, loaders, pat_converters, generation = _caller_query(connection.vendor)
     params = {
         "hash": token_hash,
         "account": Account._meta.pk.get_db_prep_value(account_id, connection),
@@ -345,8 +347,13 @@ def _caller(token_hash: str, account_id: uuid.UUID, wanted_license: int | None):
     agent, license, account = instances
     if agent is not None:
         agent.license, agent.account = license, account
+        # what select_related("license__search_generation") would have cached: the row, or None for no row
+        value = row[-1]
+        generation.set_cached_value(
+            license, None if value is None else generation.related_model(license=license, value=value)
+        )
     pat_id, scopes, last_used_at = (
-        _convert(converters, value) for converters, value in zip(pat_converters, row[start:], strict=True)
+        _convert(converters, value) for converters, value in zip(pat_converters, row[start:-1], strict=True)
     )
     pat = PersonalAccessToken(
         id=pat_id, account=account, token_hash=token_hash, scopes=scopes, last_used_at=last_used_at

@@ -116,7 +116,7 @@ def _storm_reached(license: License, sender: str, now) -> bool:
 def _mark_inbox_used(license: License) -> None:
     if (license.flags or {}).get("defaultInboxUsed"):
         return
-    locked = License.objects.select_for_update().get(pk=license.pk)
+    locked = License.objects.select_for_update(no_key=True).get(pk=license.pk)
     if not (locked.flags or {}).get("defaultInboxUsed"):
         locked.flags = {**(locked.flags or {}), "defaultInboxUsed": True}
         locked.save(update_fields=["flags"])
