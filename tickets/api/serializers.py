@@ -11,7 +11,7 @@ import uuid
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from accounts.api.serializers import AttachmentOutputSerializer, LicensedPrimaryKeyField
+from accounts.api.serializers import LicensedPrimaryKeyField
 from accounts.models import Agent, Team
 from helpdesk.api.fields import (
     JSONObjectField,
@@ -23,77 +23,10 @@ from helpdesk.api.fields import (
     StrictUUIDField,
 )
 from helpdesk.api.serializers import StampedOutputSerializer, StrictSerializer
-from tickets import document
-from tickets.models import AUTHOR_TYPES, EVENT_TYPES, PRIORITIES, SILOS, SOURCE_TYPES, STATUSES, Tag, Ticket
+from tickets import document, events_output
+from tickets.models import AUTHOR_TYPES, PRIORITIES, SILOS, STATUSES, Tag, Ticket
 
-
-class _EventAuthorDoc(serializers.Serializer):
-    ID = serializers.UUIDField(allow_null=True, help_text="The agent's ID; null for a client or the system.")
-    name = serializers.CharField()
-    type = serializers.ChoiceField(choices=AUTHOR_TYPES)
-
-
-class _EventSourceDoc(serializers.Serializer):
-    type = serializers.ChoiceField(choices=SOURCE_TYPES)
-    detailedSource = serializers.CharField(help_text="The actor type of the write (audit log authorType).")
-
-
-class _EventMessageDoc(serializers.Serializer):
-    text = serializers.CharField()
-    isPrivate = serializers.BooleanField()
-    richTextHtml = serializers.CharField()
-
-
-class _DeliveryDoc(serializers.Serializer):
-    date = serializers.DateTimeField()
-    status = serializers.ChoiceField(choices=["queued", "sent", "deferred", "bounced", "failed"])
-    recipient = serializers.EmailField()
-
-
-class _ChangeDoc(serializers.Serializer):
-    old = serializers.JSONField()
-    new = serializers.JSONField()
-
-
-class _AssignmentChangeDoc(serializers.Serializer):
-    old = document.ASSIGNMENT.serializer()()
-    new = document.ASSIGNMENT.serializer()()
-
-
-class _SetChangeDoc(serializers.Serializer):
-    added = serializers.ListField(child=serializers.UUIDField())
-    removed = serializers.ListField(child=serializers.UUIDField())
-
-
-class _MergeDoc(serializers.Serializer):
-    childTicketID = serializers.UUIDField()
-
-
-class TicketEventDocSerializer(serializers.Serializer):
-    """An event of the ticket's history (built by tickets.events_output; this is its OpenAPI shape). Besides
-    the common fields, only the key named by `type` is present (`message` also has attachments and
-    deliveryStatus)."""
-
-    ID = serializers.UUIDField()
-    date = serializers.DateTimeField()
-    type = serializers.ChoiceField(choices=EVENT_TYPES)
-    author = _EventAuthorDoc()
-    source = _EventSourceDoc()
-    message = _EventMessageDoc(required=False)
-    attachments = AttachmentOutputSerializer(many=True, required=False)
-    deliveryStatus = _DeliveryDoc(many=True, required=False)
-    status = _ChangeDoc(required=False)
-    priority = _ChangeDoc(required=False)
-    silo = _ChangeDoc(required=False)
-    assignment = _AssignmentChangeDoc(required=False)
-    tags = _SetChangeDoc(required=False)
-    followers = _SetChangeDoc(required=False)
-    teams = _SetChangeDoc(required=False)
-    merge = _MergeDoc(required=False)
-    rating = document.RATING.serializer()(required=False)
-
-    class Meta:
-        ref_name = "TicketEvent"
+TicketEventDocSerializer = events_output.event_serializer()
 
 
 class TicketDocSerializer(serializers.Serializer):
