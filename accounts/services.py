@@ -389,6 +389,8 @@ def agent_create(
 def agent_update(
     *, agent: Agent, teams=None, autoassignment_teams=None, transaction_id=None, **fields
 ) -> Agent:
+    # The license row first (the owner check below locks it), as an agent's deletion does: one lock order.
+    License.objects.select_for_update(no_key=True).get(pk=agent.license_id)
     agent = (
         Agent.objects.select_for_update(no_key=True, of=("self",)).select_related("license").get(pk=agent.pk)
     )
@@ -427,6 +429,7 @@ def agent_update(
 def agent_activate(*, agent: Agent) -> Agent:
     """An invited agent becomes active: only when its person accepts the invitation (templates_app.invitations)
     takes a seat (409 `seat_limit_reached` when none is free)."""
+    License.objects.select_for_update(no_key=True).get(pk=agent.license_id)  # first: the seat check locks it
     agent = (
         Agent.objects.select_for_update(no_key=True, of=("self",)).select_related("license").get(pk=agent.pk)
     )

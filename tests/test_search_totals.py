@@ -4,7 +4,6 @@ counted and registered for carrying), then every filter set's `X-Total-Results` 
 Transactional: the totals are carried over after the commit (tickets.counts), as in production.
 """
 
-import threading
 import time
 from datetime import timedelta
 
@@ -471,80 +470,3 @@ def test_a_served_total_marks_its_set_used_at_most_once_a_minute(settings, monke
     clock[0] += 2
     counts._keep_registered(7, "inbox")
     assert last_used() > registered_at
-
-
-@pytest.mark.postgres
-@pytest.mark.parametrize("deletion", ["team", "agent"])
-@pytest.mark.parametrize("write_kind", ["update", "delete"])
-def test_a_deletion_whose_cascade_reaches_a_ticket_being_written_waits_for_it_without_deadlock(
-    owner, world, monkeypatch, deletion, write_kind
-):
-    # given a ticket assigned to a team and an agent, and a write of it that holds its row lock and has not
-    # finished yet (its totals' bookkeeping raises the search generation at the end of its transaction)
-    from accounts import services as account_services
-
-    license = world["license"]
-    agent = AgentFactory(license=license, roles=[ROLE_NORMAL])
-    agent.teams.add(world["team"])
-    ticket = TicketFactory(license=license, assignment={"team": world["team"], "agent": agent})
-    locked, release, errors = threading.Event(), threading.Event(), []
-    real_changing = counts.changing
-
-    def changing_then_pause(license_id, ticket_ids):
-        real_changing(license_id, ticket_ids)
-        if threading.current_thread().name == "writer":
-            locked.set()
-            release.wait(10)
-
-    monkeypatch.setattr(counts, "changing", changing_then_pause)
-
-    def run(work):
-        try:
-            work()
-        except Exception as error:  # noqa: BLE001 - reported below
-            errors.append(error)
-        finally:
-            connection.close()
-
-    def write():
-        if write_kind == "update":
-            services.ticket_update(ticket=Ticket.objects.get(pk=ticket.pk), priority=20)
-        else:
-            services.ticket_delete(ticket=Ticket.objects.get(pk=ticket.pk))
-
-    def delete():
-        if deletion == "team":
-            account_services.team_delete(team=world["team"])
-        else:
-            account_services.agent_delete(agent=Agent.objects.get(pk=agent.pk))
-
-    writer = threading.Thread(target=run, args=(write,), name="writer")
-    writer.start()
-    assert locked.wait(10)
-    # when the deletion, whose cascade updates that ticket, queues behind the write's row lock
-    deleter = threading.Thread(target=run, args=(delete,), name="deleter")
-    deleter.start()
-    _wait_for_a_lock_wait()
-    release.set()
-    writer.join(15)
-    deleter.join(15)
-    # then both commit (no deadlock, nothing to retry), and the deletion's cascade saw the write
-    assert errors == []
-    ticket.refresh_from_db()
-    assert ticket.priority == 20 if write_kind == "update" else ticket.silo == "trash"
-    if deletion == "team":
-        assert ticket.assignment_team_id is None
-    else:
-        assert ticket.assignment_agent_id != agent.pk
-
-
-def _wait_for_a_lock_wait():
-    with connection.cursor() as cursor:
-        for _ in range(500):
-            cursor.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
-            )
-            if cursor.fetchone()[0]:
-                return
-            time.sleep(0.01)
-    raise AssertionError("the deletion never waited for the write's row lock")

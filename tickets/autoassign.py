@@ -124,9 +124,15 @@ def tickets_release(*, agent: Agent, team_ids=None) -> int:
         tickets = tickets.filter(assignment_team_id__in=list(team_ids))
     released = 0
     locked = list(
-        tickets.select_for_update(of=("self",)).select_related("license", "assignment_team").order_by("pk")
+        tickets.select_for_update(no_key=True, of=("self",))
+        .select_related("license", "assignment_team")
+        .order_by("pk")
     )
     counts.changing(agent.license_id, [ticket.pk for ticket in locked])
+    # Their teams, in ID order, before `autoassign` locks each again (a no-op then): two releases at once
+    # would otherwise lock the same teams in their tickets' orders.
+    team_ids = sorted({ticket.assignment_team_id for ticket in locked} - {None})
+    list(Team.objects.filter(pk__in=team_ids).select_for_update(no_key=True).order_by("pk").values_list("pk"))
     for ticket in locked:
         history = History(ticket)
         before = assignment_side(ticket.assignment_team, agent)

@@ -14,8 +14,8 @@ other, so every write takes its final locks in one order), is the one place that
   (`changing`) or create (`created`); a change of a license's teams, tags or agents that reaches its tickets
   without such a declaration (a cascade) only drops the totals (`drop`);
 - at its end, in the write's transaction, the unit of work raises each license's generation (G → G'), locking
-  the generation rows in license ID order (lock order: ticket rows, then generation rows; nothing locks a
-  generation row before a ticket row), and so drops every total;
+  the generation rows in license ID order, after every other lock of the write (docs/architecture.md, "Locks
+  are taken in one order"), and so drops every total;
 - and, for an exact declared write, it *carries* totals over: each license keeps a small registry (in the
   cache) of the filter sets whose count was expensive; `changing` re-tests the declared tickets against them in
   one statement that also reads the generation (how many rows each set counts among those tickets, before the

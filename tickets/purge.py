@@ -280,8 +280,8 @@ def purge_batch(run: PurgeRun, cutoff: dict[str, datetime], ids: list) -> int:
         )
         if deleted != len(locked):
             raise BatchChanged(f"{len(locked)} tickets locked but {deleted} deleted")
-        # Their totals are counted again; the unit of work raises the generations on the license rows
-        # (tickets.counts) in one order at its end, so that two overlapping purges cannot deadlock.
+        # Their totals are counted again; the unit of work raises the licenses' generations (tickets.counts)
+        # in one order at its end, so that two overlapping purges cannot deadlock.
         for license_id in by_license:
             counts.drop(license_id)
         if files:

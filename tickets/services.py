@@ -549,7 +549,8 @@ def _check_upload_quotas(txn: AttachmentTransaction, files) -> None:
     """Files per transaction and bytes per license (settings.UPLOAD_MAX_*), so one agent cannot fill the disk.
 
     Uploads of one license are serialized from here to commit (a PostgreSQL advisory lock; SQLite has one
-    writer), so two concurrent uploads cannot both pass the check. Not the license row: ticket writes lock it.
+    writer), so two concurrent uploads cannot both pass the check. Not the license row, which agent and team
+    changes hold for their whole transaction.
     """
     max_files = settings.UPLOAD_MAX_FILES_PER_TRANSACTION
     if max_files and txn.attachments.count() + len(files) > max_files:

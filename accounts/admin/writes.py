@@ -146,7 +146,10 @@ class ServiceAdmin(UnitOfWorkAdmin):
         """What the service would refuse if `objs` were deleted now, one after the other (tried, then rolled back)."""
         refusals = []
         try:
-            with transaction.atomic(using=router.db_for_write(self.model)):
+            # A unit of work, not a bare atomic block: the services' own units are nested in it, so their
+            # before-commit callbacks (the totals' generation lock, the audit) wait for its end, and the dry
+            # run's rollback drops them; a bare block would run each at once and lock out of order.
+            with unit_of_work(using=router.db_for_write(self.model)):
                 for obj in objs:
                     try:
                         with transaction.atomic(using=router.db_for_write(self.model)):

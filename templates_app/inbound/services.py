@@ -270,8 +270,8 @@ def _store(target: Target, raw: bytes, mail: parse.ParsedMail, envelope_sender) 
     )
     with unit_of_work():
         with acting_as(Actor(type=EMAIL_MESSAGE, email=sender)):
+            _mark_inbox_used(target.license)  # before any ticket is locked (docs/architecture.md, locks)
             _handle(inbound, target, mail, envelope_sender)
-            _mark_inbox_used(target.license)
         inbound.raw.save(f"{inbound.pk}.eml", ContentFile(raw), save=False)
         # inserted last, complete, in one statement: a concurrent delivery of the same message fails here on
         # the unique index (IntegrityError: everything it wrote is rolled back) and is answered as a duplicate

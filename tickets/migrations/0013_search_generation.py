@@ -18,6 +18,15 @@ def carry_generations(apps, schema_editor):
     )
 
 
+def carry_generations_back(apps, schema_editor):
+    """Back onto the license rows (accounts.0008, reversed first, brought the column back at 0), so that no total
+    cached under a lower generation is read again after a rollback."""
+    License = apps.get_model("accounts", "License")
+    SearchGeneration = apps.get_model("tickets", "SearchGeneration")
+    for license_id, value in SearchGeneration.objects.values_list("license_id", "value").iterator(chunk_size=1000):
+        License.objects.filter(pk=license_id).update(tickets_generation=value + 1)
+
+
 class Migration(migrations.Migration):
 
     dependencies = [
@@ -33,5 +42,5 @@ class Migration(migrations.Migration):
                 ('value', models.BigIntegerField(default=0)),
             ],
         ),
-        migrations.RunPython(carry_generations, migrations.RunPython.noop),
+        migrations.RunPython(carry_generations, carry_generations_back),
     ]
