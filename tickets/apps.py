@@ -1,5 +1,4 @@
 from django.apps import AppConfig
-from django.db.models import Q
 
 
 class TicketsConfig(AppConfig):
@@ -20,35 +19,12 @@ class TicketsConfig(AppConfig):
         _connect_totals()
 
 
-def lock_reached_tickets(instance) -> None:
-    """Before a team's, an agent's or a tag's deletion cascades into tickets (their links deleted, their
-    assignment set to NULL), lock those tickets in ID order, as every ticket write locks its tickets first: the
-    cascade then waits for a write in progress instead of deadlocking with it (it would take the links' locks
-    first, the write the ticket's)."""
-    from accounts.models import Agent, Team
-    from tickets.models import Ticket
-
-    through = {Team: Ticket.teams.through, Agent: Ticket.followers.through}.get(
-        type(instance), Ticket.tags.through
-    )
-    column = {Team: "team", Agent: "agent"}.get(type(instance), "tag")
-    reached = Q(pk__in=through.objects.filter(**{column: instance}).values("ticket_id"))
-    if type(instance) in (Team, Agent):
-        reached |= Q(**{f"assignment_{column}": instance})
-    list(
-        Ticket.objects.filter(reached, license_id=instance.license_id)
-        .select_for_update(no_key=True)
-        .order_by("pk")
-        .values_list("pk", flat=True)
-    )
-
-
 def _connect_totals():
     """Every change of tickets, and every deletion whose cascade changes tickets, reaches tickets.counts."""
     from django.db.models.signals import m2m_changed, post_save, pre_delete
 
     from accounts.models import Agent, Team
-    from tickets import counts
+    from tickets import counts, locks
     from tickets.models import Tag, Ticket
 
     def ticket_saved(sender, instance, **kwargs):
@@ -60,7 +36,7 @@ def _connect_totals():
 
     def cascade_coming(sender, instance, **kwargs):
         counts.touched(instance.license_id)
-        lock_reached_tickets(instance)
+        locks.lock_reached_tickets(instance)
 
     post_save.connect(ticket_saved, sender=Ticket, weak=False, dispatch_uid="tickets.counts.ticket")
     for through in (Ticket.teams.through, Ticket.tags.through, Ticket.followers.through):

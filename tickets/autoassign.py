@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from accounts.models import STATUS_ACTIVE, Agent, AutoassignmentMembership, Team
 from helpdesk.transactions import unit_of_work
-from tickets import counts
+from tickets import counts, locks
 from tickets.events import SYSTEM_NAME, Author, History, assignment_side
 from tickets.models import Ticket
 from tickets.signals import ticket_assigned
@@ -123,6 +123,8 @@ def tickets_release(*, agent: Agent, team_ids=None) -> int:
     if team_ids is not None:
         tickets = tickets.filter(assignment_team_id__in=list(team_ids))
     released = 0
+    if team_ids is None:  # the agent leaves: its deletion would next lock the tickets it follows; all at once
+        locks.lock_reached_tickets(agent)
     locked = list(
         tickets.select_for_update(no_key=True, of=("self",))
         .select_related("license", "assignment_team")
