@@ -263,6 +263,10 @@ def _apply_team_fields(team: Team, fields: dict) -> None:
 @unit_of_work
 def team_update(*, team: Team, autoassignment_agents=None, **fields) -> Team:
     license = team.license
+    if autoassignment_agents is not None:
+        # Removed agents' tickets are released below (tickets, then teams): the license row first, before the
+        # team's, as an agent's deactivation takes it before its tickets (docs/architecture.md, locks).
+        License.objects.select_for_update(no_key=True).get(pk=license.pk)
     if "name" in fields:
         _check_team_name(license, fields["name"], exclude=team)
     if fields.get("template") is not None:
@@ -389,8 +393,9 @@ def agent_create(
 def agent_update(
     *, agent: Agent, teams=None, autoassignment_teams=None, transaction_id=None, **fields
 ) -> Agent:
-    # The license row first (the owner check below locks it), as an agent's deletion does: one lock order.
-    License.objects.select_for_update(no_key=True).get(pk=agent.license_id)
+    if "roles" in fields or "status" in fields:
+        # The license row first (the owner check below locks it), as an agent's deletion does: one lock order.
+        License.objects.select_for_update(no_key=True).get(pk=agent.license_id)
     agent = (
         Agent.objects.select_for_update(no_key=True, of=("self",)).select_related("license").get(pk=agent.pk)
     )

@@ -20,7 +20,7 @@ from django.core import signing
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
-from accounts.models import STATUS_ACTIVE, STATUS_INVITED, Agent
+from accounts.models import STATUS_ACTIVE, STATUS_INVITED, Agent, License
 from helpdesk.context import current_actor
 from helpdesk.errors import Conflict, Forbidden, Invalid, field_error
 from helpdesk.transactions import unit_of_work
@@ -123,8 +123,16 @@ def invitation_accept(*, token: str, password: str | None = None, caller=None) -
         invitation_id = signer.unsign(token)
     except signing.BadSignature:
         raise _invalid() from None
+    license_id = (
+        Invitation.objects.filter(pk=invitation_id).values_list("agent__license_id", flat=True).first()
+    )
+    if license_id is None:
+        raise _invalid()
+    # The license row first (the seat check locks it), as an agent's deletion does before it deletes the
+    # invitation: one lock order (docs/architecture.md).
+    License.objects.select_for_update(no_key=True).get(pk=license_id)
     invitation = (
-        Invitation.objects.select_for_update()
+        Invitation.objects.select_for_update(no_key=True, of=("self",))
         .select_related("agent__account", "agent__license")
         .filter(pk=invitation_id)
         .first()

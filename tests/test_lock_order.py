@@ -175,3 +175,32 @@ def test_an_agents_change_and_its_deletion_wait_for_each_other(owner, monkeypatc
         assert not Agent.objects.filter(pk=agent.pk).exists()
     else:
         assert Agent.objects.get(pk=agent.pk).roles == [ROLE_NORMAL, ROLE_OWNER]
+
+
+def test_accepting_an_invitation_while_the_agent_is_deleted_waits_and_is_refused(owner, monkeypatch):
+    # given an invited agent whose deletion is under way (it holds the license row, and deletes the invitation
+    # with the agent)
+    from templates_app.invitations import invitation_accept, invitation_token
+    from templates_app.models import Invitation
+
+    response = owner.client.post(
+        "/v1/agents", {"email": "ivy@example.com", "roles": ["normal"], "status": "invited"}, format="json"
+    )
+    agent = Agent.objects.get(pk=response.json()["ID"])
+    token = invitation_token(Invitation.objects.get(agent=agent))
+    race = Race(monkeypatch, account_services, "_keep_an_owner")
+    accepted = []
+
+    def accept():
+        try:
+            accepted.append(invitation_accept(token=token, password="correct horse battery"))
+        except Exception as error:  # noqa: BLE001 - the refusal is asserted below
+            accepted.append(error)
+
+    # when the invitee accepts meanwhile
+    errors = race.run(lambda: account_services.agent_delete(agent=Agent.objects.get(pk=agent.pk)), accept)
+    # then the deletion commits and the acceptance, which waited for it, is refused as a link that no longer works
+    assert errors == []
+    assert not Agent.objects.filter(pk=agent.pk).exists()
+    (refusal,) = accepted
+    assert getattr(refusal, "code", None) == "invitation_invalid", refusal

@@ -131,10 +131,6 @@ def tickets_release(*, agent: Agent, team_ids=None) -> int:
         .order_by("pk")
     )
     counts.changing(agent.license_id, [ticket.pk for ticket in locked])
-    # Their teams, in ID order, before `autoassign` locks each again (a no-op then): two releases at once
-    # would otherwise lock the same teams in their tickets' orders.
-    team_ids = sorted({ticket.assignment_team_id for ticket in locked} - {None})
-    list(Team.objects.filter(pk__in=team_ids).select_for_update(no_key=True).order_by("pk").values_list("pk"))
     for ticket in locked:
         history = History(ticket)
         before = assignment_side(ticket.assignment_team, agent)
