@@ -12,6 +12,7 @@ from accounts.models import Team
 from audit import chain
 from audit.models import AppendOnly, AuditEntry
 from tests.audit_helpers import audit_triggers_disabled
+from tests.db_helpers import wait_for_a_lock_wait
 from tests.factories import LicenseFactory, TeamFactory
 
 
@@ -220,7 +221,7 @@ def test_a_concurrent_change_of_the_same_object_is_not_hidden_from_the_diff():
         thread.start()
     # when the second writer is waiting for the first one's row lock, the first commits
     renamed.wait(10)
-    _wait_for_a_lock_wait()
+    wait_for_a_lock_wait()
     release.set()
     for thread in threads:
         thread.join()
@@ -230,19 +231,6 @@ def test_a_concurrent_change_of_the_same_object_is_not_hidden_from_the_diff():
         ("A", "B"),
         ("B", "C"),
     ]
-
-
-def _wait_for_a_lock_wait():
-    """Until another backend waits on a row lock (the second writer queued behind the first)."""
-    with connection.cursor() as cursor:
-        for _ in range(500):
-            cursor.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
-            )
-            if cursor.fetchone()[0]:
-                return
-            threading.Event().wait(0.01)
-    raise AssertionError("the second writer never waited for the first one's lock")
 
 
 def test_the_chain_is_keyed_so_a_rewrite_without_the_key_does_not_verify(license, settings):

@@ -4,29 +4,14 @@ import threading
 
 import pytest
 from django.core.mail.backends.base import BaseEmailBackend
-from django.db import connection, connections
+from django.db import connections
 
 from accounts import services
 from accounts.models import Account, License
 from templates_app import mail
 from templates_app.models import OutboundMessage
 from tests.conftest import api_client
-
-
-def _wait_for_a_lock_waiter(timeout: float = 10.0) -> None:
-    """Return once another session is blocked on a row lock (deterministic interleaving, no sleeps)."""
-    import time
-
-    deadline = time.monotonic() + timeout
-    with connection.cursor() as cursor:
-        while time.monotonic() < deadline:
-            cursor.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
-            )
-            if cursor.fetchone()[0]:
-                return
-            time.sleep(0.01)
-    raise AssertionError("the second session never waited for the lock")
+from tests.db_helpers import wait_for_a_lock_wait
 
 
 def _in_thread(target, results, key):
@@ -72,7 +57,7 @@ def test_two_workers_send_one_message_once(settings):
     first = _in_thread(lambda: mail.deliver(message_id=message.pk), results, "first")
     assert GatedBackend.entered.wait(10)
     second = _in_thread(lambda: mail.deliver(message_id=message.pk), results, "second")
-    _wait_for_a_lock_waiter()
+    wait_for_a_lock_wait()
     GatedBackend.release.set()
     first.join(10), second.join(10)
     # then it went out once
@@ -112,7 +97,7 @@ def test_two_first_logins_at_once_make_one_license(monkeypatch):
     first = _in_thread(post, results, "first")
     assert entered.wait(10)
     second = _in_thread(post, results, "second")
-    _wait_for_a_lock_waiter()
+    wait_for_a_lock_wait()
     release.set()
     first.join(10), second.join(10)
     # then one request made the license and the other was refused

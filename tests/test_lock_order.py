@@ -6,7 +6,6 @@ that queues behind it, then lets the first go on: both must commit.
 """
 
 import threading
-import time
 
 import pytest
 from django.contrib import admin
@@ -15,6 +14,7 @@ from django.test import RequestFactory
 
 from accounts import services as account_services
 from accounts.models import ROLE_NORMAL, ROLE_OWNER, Agent, Team
+from tests.db_helpers import wait_for_a_lock_wait
 from tests.factories import AgentFactory, TeamFactory, TicketFactory
 from tickets import counts, services
 from tickets.models import Ticket
@@ -58,24 +58,11 @@ class Race:
         assert self.paused.wait(10), "the first write never reached its pause"
         threads.append(threading.Thread(target=self._run, args=(second,), name="second"))
         threads[1].start()
-        _wait_for_a_lock_wait()
+        wait_for_a_lock_wait()
         self.release.set()
         for thread in threads:
             thread.join(15)
         return self.errors
-
-
-def _wait_for_a_lock_wait():
-    """Until the second write waits on a lock the first one holds."""
-    with connection.cursor() as cursor:
-        for _ in range(500):
-            cursor.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
-            )
-            if cursor.fetchone()[0]:
-                return
-            time.sleep(0.01)
-    raise AssertionError("the second write never waited for the first one's locks")
 
 
 @pytest.fixture
