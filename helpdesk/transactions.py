@@ -13,8 +13,9 @@ change (the audit entry of the change, anything derived from it) needs a hook be
 admin's views and the other write paths open a unit of work instead of a bare `transaction.atomic()`, and
 `before_commit()` registers a callback on it. On the successful exit of the outermost unit of work on a
 connection the callbacks run, in the order they were registered (a callback may register more; they run too),
-then those registered with `last=True`, then the block exits and commits. If a callback raises, the block rolls back and the error propagates. A unit of
-work that exits with an exception (or whose block is marked for rollback) drops its callbacks.
+then those registered with `last=True`, then the block exits and commits. If a callback raises, the block rolls
+back and the error propagates. A unit of work that exits with an exception (or whose block is marked for
+rollback) drops its callbacks.
 
 A unit of work nested in another is a savepoint (`transaction.atomic()` nested); its callbacks run at the
 outermost exit, even when its own savepoint rolled back: a callback reads what it needs from the database

@@ -93,9 +93,8 @@ def autoassign(ticket: Ticket, *, history: History, exclude=()) -> Agent | None:
     team = pool_team(ticket)
     if team is None:
         return None
-    team = Team.objects.select_for_update(no_key=True).get(
-        pk=team.pk
-    )  # serializes choose-and-assign per team
+    # serializes choose-and-assign per team
+    team = Team.objects.select_for_update(no_key=True).get(pk=team.pk)
     agent = choose_agent(team, exclude=exclude)
     if agent is None:
         return None

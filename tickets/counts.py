@@ -3,9 +3,9 @@
 Reading (`cached_count`). A count is cached under the license, the license's *generation* and a digest of the
 filtered query's SQL (relative dates already resolved). The generation lives in PostgreSQL, not in the cache:
 `SearchGeneration.value` (a row per license), raised by every transaction that changes the license's tickets,
-in that transaction. A miss counts with one statement that also reads the generation, so the count and the generation
-come from the same snapshot and the entry stored under generation G is the exact count at G (not "at least G").
-A request looks its entry up under the generation its authentication loaded.
+in that transaction. A miss counts with one statement that also reads the generation, so the count and the
+generation come from the same snapshot and the entry stored under generation G is the exact count at G (not
+"at least G"). A request looks its entry up under the generation its authentication loaded.
 
 Writing. Every write to tickets runs in a unit of work (helpdesk.transactions.unit_of_work, the services'
 decorator); its bookkeeping here, finished by the unit's last before-commit callback (after the audit's and any
@@ -21,14 +21,15 @@ other, so every write takes its final locks in one order), is the one place that
   one statement that also reads the generation (how many rows each set counts among those tickets, before the
   change, at generation G0). At the end the generation is raised from G to G'; only if G0 = G (no other write
   committed in between, so the re-test saw the tickets as they are at G, links included) is anything carried:
-  still inside the transaction, with the generation row locked by the raise (so no other write of the license can
-  commit before this one), one statement re-tests the same tickets again, which is the state at G' (a unit of
+  still inside the transaction, with the generation row locked by the raise (so no other write of the license
+  can commit before this one), one statement re-tests the same tickets again, which is the state at G' (a unit of
   work inside a bare atomic() block, whose transaction goes on after it, carries nothing); right after the
   commit every entry cached under G becomes, under G', its count plus the difference, and each set gets a
   *step* (G -> G', difference). New tickets (`created`) counted nowhere before. A miss rolls the set's newest
   known count forward through the steps (`_roll_forward`): a count that takes longer than the time between two
   writes (300-500 ms for common words at 1M tickets, against 200 ms between writes at 5/s) is stored under a
-  generation the next write has already left; without the steps it would never be carried. A step exists only for an exact write, so a drop ends every chain.
+  generation the next write has already left; without the steps it would never be carried. A step exists only
+  for an exact write, so a drop ends every chain.
 The registry (`_register`) admits a set on its second expensive count (or at once when very expensive),
 so that one-off searches do not push out the ones a license runs all day; idle sets, then cheap ones, leave it.
 A miss is counted by one request at a time per filter set; the others wait for its count (`_wait_for_count`).
