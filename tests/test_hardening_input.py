@@ -276,3 +276,20 @@ def test_the_idempotency_fingerprint_takes_integers_orjson_cannot_write():
     big = _fingerprint(request({"quantity": 2**64, "planCode": "x"}))
     assert big == _fingerprint(request({"planCode": "x", "quantity": 2**64}))
     assert big != _fingerprint(request({"planCode": "x", "quantity": 2**64 + 1}))
+
+
+def test_a_text_longer_than_its_max_length_is_refused_even_if_trimming_would_shorten_it(owner):
+    # the OpenAPI document says maxLength 255 for an app's name: that is the length of what is sent
+    body = {
+        "name": " " + "a" * 255,
+        "redirectURIs": ["https://app.example.com/cb"],
+        "scopes": ["tickets--all:ro"],
+    }
+    response = owner.client.post("/v1/apps", body, format="json")
+    assert response.status_code == 400
+    assert "no more than 255 characters" in str(response.json())
+    # and at the limit, surrounding whitespace is still trimmed
+    body["name"] = " " + "a" * 253 + " "
+    created = owner.client.post("/v1/apps", body, format="json")
+    assert created.status_code == 201, created.json()
+    assert created.json()["name"] == "a" * 253

@@ -17,6 +17,10 @@ class StrictCharField(serializers.CharField):
     def to_internal_value(self, data):
         if not isinstance(data, str):
             self.fail("invalid")
+        # The published schema's maxLength is the length sent: refused before surrounding whitespace is trimmed
+        # (DRF checks the trimmed value only).
+        if self.max_length is not None and len(data) > self.max_length:
+            self.fail("max_length", max_length=self.max_length)
         return super().to_internal_value(data)
 
 
