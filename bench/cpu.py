@@ -8,6 +8,11 @@ For a few query classes of bench/search.py (largest license, real Basic authenti
 it prints the process CPU time per request (`time.process_time`, so waiting for PostgreSQL and Redis is not
 counted) and the wall time. `--profile N` prints the N functions with the most cumulative time for one class.
 This is what the web workers spend per request; bench/search.py measures the whole system under load.
+
+`--instructions` counts instead the instructions the interpreter executes per request, under valgrind's
+callgrind (each class: a run that makes N requests less a run that makes none, after the same warm-up). Time
+per request depends on the machine and on whatever else it runs; the instruction count does not, so it
+compares code across machines (valgrind slows the process ~50x: use a few hundred requests, not thousands).
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ import io
 import json
 import os
 import pstats
+import re
+import subprocess
 import sys
 import time
 import urllib.parse
@@ -65,7 +72,14 @@ def main() -> None:
     parser.add_argument("--profile", type=int, default=0, help="print the top N functions of --profile-class")
     parser.add_argument("--profile-class", default="inbox")
     parser.add_argument("--credentials", default=os.path.join(os.path.dirname(__file__), "credentials.json"))
+    parser.add_argument(
+        "--instructions", action="store_true", help="instructions per request, under callgrind"
+    )
+    parser.add_argument("--classes", default=",".join(CLASSES), help="with --instructions (also: tags, team)")
+    parser.add_argument("--count-only", help=argparse.SUPPRESS)  # CLASS:N, the run under callgrind
     args = parser.parse_args()
+    if args.instructions:
+        return count_instructions(args)
 
     from django.core.wsgi import get_wsgi_application
 
@@ -92,6 +106,16 @@ def main() -> None:
         if not status[0].startswith("200"):
             raise SystemExit(f"{query}: {status[0]}")
 
+    if args.count_only:  # warm up every class (the same in each run), then N requests of one
+        name, requests = args.count_only.split(":")
+        queries = {key: urllib.parse.urlencode(params, doseq=True) for key, params in CLASSES.items()}
+        for query in queries.values():
+            for _ in range(10):
+                call(query)
+        for _ in range(int(requests)):
+            call(queries[name])
+        return
+
     print(f"{'class':<16} {'CPU ms/request':>15} {'wall ms/request':>16}")
     for name, params in CLASSES.items():
         query = urllib.parse.urlencode(params, doseq=True)
@@ -113,6 +137,27 @@ def main() -> None:
         stats = pstats.Stats(profiler).sort_stats("cumulative")
         stats.print_stats(args.profile)
         stats.sort_stats("tottime").print_stats(args.profile)
+
+
+def _callgrind(args, count_only: str) -> int:
+    command = [
+        "valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+        sys.executable, os.path.abspath(__file__), "--credentials", args.credentials, "--count-only", count_only,
+    ]  # fmt: skip
+    run = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
+    found = re.search(r"Collected : (\d+)", run.stderr)
+    if run.returncode or not found:
+        raise SystemExit(f"callgrind failed ({count_only}):\n{run.stderr[-2000:]}")
+    return int(found.group(1))
+
+
+def count_instructions(args) -> None:
+    names = args.classes.split(",")
+    base = _callgrind(args, f"{names[0]}:0")
+    print(f"{'class':<16} {'instructions/request':>21}")
+    for name in names:
+        spent = _callgrind(args, f"{name}:{args.requests}") - base
+        print(f"{name:<16} {spent / args.requests / 1e6:>19.2f} M", flush=True)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,10 @@
 With `--writer 5`, a writer thread creates and updates tickets of the largest license through the API at 5 writes/s
 while the clients search, and a checker compares the searches' `X-Total-Results` with fresh counts (see Checker).
 
-For each class and concurrency level it prints p50/p95/p99 latency (ms) and requests per second. It then measures
+For each class and concurrency level it prints p50/p95/p99 latency (ms) and requests per second; with `--cpu` (Linux)
+also where the box's CPU went per request: the web server's processes (`gunicorn`), PostgreSQL's, Redis's, this
+client (its threads: the searches, and the writer and the checker when they run) and the whole machine's busy
+time, read from /proc before and after each run. It then measures
 each class's *floor*: the SQL that one request of the class runs (captured in-process from the real view, with the
 count computed instead of cached, without the two authentication queries), executed alone on a warm connection.
 Reads bench/credentials.json written by `manage.py bench_tickets`. See bench/README.md for the results.
@@ -374,7 +377,7 @@ def _percentile(values, q):
     return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
 
 
-def run_class(world, name, requests, concurrency, seed, checker=None):
+def run_class(world, name, requests, concurrency, seed, checker=None, meter=None):
     rng = random.Random(seed)
     # A cursor walk's "request" is one page: clients follow the Link header's next cursor, 10 pages per walk.
     jobs = [None] * requests if name == CURSOR_WALK else [CLASSES[name](world, rng) for _ in range(requests)]
@@ -412,16 +415,62 @@ def run_class(world, name, requests, concurrency, seed, checker=None):
     for job in jobs[: min(10, len(jobs))]:  # warm-up (connections, caches)
         one(job)
     latencies.clear()
+    cpu_before = meter.snapshot() if meter else None
     started = time.perf_counter()
     with ThreadPoolExecutor(concurrency) as pool:
         list(pool.map(one, jobs))
     wall = time.perf_counter() - started
-    return {
+    result = {
         "p50": statistics.median(latencies),
         "p95": _percentile(latencies, 95),
         "p99": _percentile(latencies, 99),
         "rps": len(latencies) / wall,
     }
+    if meter:
+        result["cpu_ms"] = meter.per_request(cpu_before, meter.snapshot(), len(latencies))
+        result["cpu_ms"]["capacity"] = (os.cpu_count() or 1) * wall * 1000 / len(latencies)
+    return result
+
+
+class CpuMeter:
+    """CPU seconds by process group (/proc/<pid>/stat), to split a run's CPU per request: `--cpu`."""
+
+    GROUPS = ("gunicorn", "postgres", "redis")
+    TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+    def snapshot(self) -> dict:
+        processes = {}  # pid -> (group, seconds)
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                    command = handle.read().decode(errors="replace")
+                with open(f"/proc/{pid}/stat") as handle:
+                    fields = handle.read().rsplit(")", 1)[1].split()
+            except OSError:  # gone meanwhile
+                continue
+            group = next((g for g in self.GROUPS if g in command), None)
+            if (
+                group is not None
+            ):  # utime + stime (fields 14 and 15 of stat(5); 0-based 11, 12 after the name)
+                processes[pid] = (group, (int(fields[11]) + int(fields[12])) / self.TICK)
+        usage = os.times()
+        with open("/proc/stat") as handle:
+            ticks = [int(value) for value in handle.readline().split()[1:]]
+        machine = (sum(ticks[:8]) - ticks[3] - ticks[4]) / self.TICK  # all but idle and iowait
+        return {"processes": processes, "client": usage.user + usage.system, "machine": machine}
+
+    def per_request(self, before: dict, after: dict, requests: int) -> dict[str, float]:
+        """ms per request by group. A process that ended during the run is not counted (its last reading is
+        gone); one that started is counted whole."""
+        spent = dict.fromkeys(self.GROUPS, 0.0)
+        for pid, (group, seconds) in after["processes"].items():
+            was = before["processes"].get(pid)
+            spent[group] += seconds - (was[1] if was and was[0] == group else 0.0)
+        spent["client"] = after["client"] - before["client"]
+        spent["machine"] = after["machine"] - before["machine"]
+        return {key: value * 1000 / requests for key, value in spent.items()}
 
 
 # --- the floor: the same SQL without the web stack -------------------------------------------------------
@@ -492,6 +541,9 @@ def main():
         default=0.5,
         help="with --writer: the share of one core the totals checker may take (its fresh counts load the box)",
     )
+    parser.add_argument(
+        "--cpu", action="store_true", help="also print each run's CPU per request by process group (Linux)"
+    )
     args = parser.parse_args()
     if not 0 < args.check_share <= 1:
         parser.error("--check-share must be in (0, 1]")
@@ -515,13 +567,27 @@ def main():
         writer.start()
         checker.start()
         time.sleep(2)  # the first writes: every cached total of the license is of an older generation
+    meter = CpuMeter() if args.cpu else None
     for name in names:
         row = f"{name:<16}"
         for level in levels:
-            r = run_class(world, name, args.requests, level, args.seed, checker)
+            r = run_class(world, name, args.requests, level, args.seed, checker, meter)
             results[name][f"c{level}"] = r
             row += f" |      {r['p50']:6.1f} {r['p95']:6.1f} {r['p99']:6.1f} {r['rps']:6.0f}"
         print(row, flush=True)
+    if meter:
+        # What one request cost the box: a closed loop at N req/s needs N x machine ms of CPU a second, so the
+        # machine column bounds req/s at capacity / machine (capacity: the cores' ms per request of the run).
+        print(
+            f"\nCPU ms per request   {'web':>6} {'postgres':>8} {'redis':>6} {'client':>6} {'machine':>7} of {'cores':>5}"
+        )
+        for name in names:
+            for level in levels:
+                c = results[name][f"c{level}"]["cpu_ms"]
+                print(
+                    f"{name:<16} c={level:<2} {c['gunicorn']:6.2f} {c['postgres']:8.2f} {c['redis']:6.2f}"
+                    f" {c['client']:6.2f} {c['machine']:7.2f} of {c['capacity']:5.2f}"
+                )
     failed = False
     if writer is not None:
         writer.stop.set()
