@@ -451,14 +451,14 @@ class CpuMeter:
             except OSError:  # gone meanwhile
                 continue
             group = next((g for g in self.GROUPS if g in command), None)
-            if (
-                group is not None
-            ):  # utime + stime (fields 14 and 15 of stat(5); 0-based 11, 12 after the name)
+            # utime + stime: fields 14 and 15 of stat(5), 11 and 12 counted from 0 after the command's name
+            if group is not None:
                 processes[pid] = (group, (int(fields[11]) + int(fields[12])) / self.TICK)
         usage = os.times()
         with open("/proc/stat") as handle:
             ticks = [int(value) for value in handle.readline().split()[1:]]
-        machine = (sum(ticks[:8]) - ticks[3] - ticks[4]) / self.TICK  # all but idle and iowait
+        # user, nice, system, irq and softirq: not idle, iowait, nor steal (time the hypervisor gave elsewhere)
+        machine = (sum(ticks[:7]) - ticks[3] - ticks[4]) / self.TICK
         return {"processes": processes, "client": usage.user + usage.system, "machine": machine}
 
     def per_request(self, before: dict, after: dict, requests: int) -> dict[str, float]:
