@@ -15,6 +15,9 @@ from django.db import models
 from django.db.models.functions import Lower
 from django.utils import timezone
 
+# The roles are the API's vocabulary too (helpdesk/api/permissions.py); importers keep reading them here.
+from helpdesk.roles import ROLE_NORMAL, ROLE_OWNER, ROLE_VIEWER, ROLES  # noqa: F401
+
 CREATED_BY_TYPES = [("agent", "agent"), ("client", "client"), ("system", "system")]
 
 
@@ -201,8 +204,6 @@ class Team(LicenseOwned, Stamped):
         return self.license.default_team_id == self.pk
 
 
-ROLE_OWNER, ROLE_NORMAL, ROLE_VIEWER = "owner", "normal", "viewer"
-ROLES = [ROLE_OWNER, ROLE_NORMAL, ROLE_VIEWER]
 STATUS_ACTIVE, STATUS_INVITED = "active", "invited"
 
 

@@ -1,6 +1,6 @@
 """Personal access tokens: how they are stored (a hash) and the scope every token needs to authenticate.
 
-The API's authentication (helpdesk.api.authentication) checks tokens with these; accounts.services issues them.
+The API's authentication (accounts.api.authentication) checks tokens with these; accounts.services issues them.
 """
 
 from __future__ import annotations

@@ -319,8 +319,8 @@ UPLOAD_MAX_LICENSE_BYTES = env_int("UPLOAD_MAX_LICENSE_BYTES", 10 * 1024 * 1024 
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "helpdesk.api.authentication.TokenBasicAuthentication",
-        "helpdesk.api.authentication.OAuthBearerAuthentication",
+        "accounts.api.authentication.TokenBasicAuthentication",
+        "accounts.api.authentication.OAuthBearerAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["helpdesk.api.permissions.RolePermission"],
     "DEFAULT_RENDERER_CLASSES": ["helpdesk.api.renderers.JSONRenderer"],

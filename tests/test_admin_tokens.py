@@ -5,7 +5,7 @@ import re
 
 from accounts import services
 from accounts.models import PersonalAccessToken
-from helpdesk.api.authentication import hash_token
+from accounts.api.authentication import hash_token
 from tests.conftest import api_client
 
 URL = "/admin/accounts/personalaccesstoken/"

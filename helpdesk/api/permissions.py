@@ -2,7 +2,7 @@
 
 from rest_framework import exceptions, permissions
 
-from accounts.models import ROLE_NORMAL, ROLE_OWNER, ROLE_VIEWER
+from helpdesk.roles import ROLE_NORMAL, ROLE_OWNER, ROLE_VIEWER
 
 EVERYONE = frozenset({ROLE_OWNER, ROLE_NORMAL, ROLE_VIEWER})
 OWNERS = frozenset({ROLE_OWNER})
@@ -66,12 +66,11 @@ class RolePermission(permissions.BasePermission):
 
     @staticmethod
     def _check_resource_scope(request, token) -> None:
-        """An OAuth token reaches a path only through a scope naming its resource (`:rw` to write); the
-        role check that follows narrows it to what the approving agent may do."""
-        from accounts.oauth.scopes import allows
-
+        """An OAuth token reaches a path only through a scope naming its resource (`:rw` to write; the token
+        knows its scope grammar: accounts/api/authentication.py); the role check that follows narrows it to
+        what the approving agent may do."""
         write = request.method not in permissions.SAFE_METHODS
-        if not allows(token.scopes, request.path, write=write):
+        if not token.allows(request.path, write=write):
             raise InsufficientScope("This token's scopes do not allow this operation.")
 
     @staticmethod

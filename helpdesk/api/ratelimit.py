@@ -11,7 +11,7 @@ the limits fail open: the request passes, only X-RateLimit-Limit is sent, and a 
 `helpdesk.cache` (at most once per 30 seconds, as django-redis's ignored errors are). On any other cache (the embedded default's file-based cache) a counter is read and written
 back, not atomically: under concurrency a few requests may slip past a limit, which is enough for one machine.
 
-Anonymous requests are not counted here: failed authentications have their own throttle (authentication.py).
+Anonymous requests are not counted here: failed authentications have their own throttle (accounts/api/authentication.py).
 """
 
 from __future__ import annotations

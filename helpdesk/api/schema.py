@@ -1,9 +1,8 @@
-"""OpenAPI extras: the Basic token scheme, the contract's error shape on every operation, readable summaries and
+"""OpenAPI extras: the contract's error shape on every operation, readable summaries and
 tags, response headers, and strict request bodies."""
 
 import threading
 
-from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.views import SpectacularJSONAPIView
 from rest_framework.response import Response
 
@@ -24,31 +23,6 @@ _ERRORS = {
     "429": "Over a rate limit, or too many failed authentication attempts (Retry-After)",
     "503": "The database is unavailable; retry after Retry-After seconds",
 }
-
-
-class TokenBasicScheme(OpenApiAuthenticationExtension):
-    target_class = "helpdesk.api.authentication.TokenBasicAuthentication"
-    name = "basicToken"
-
-    def get_security_definition(self, auto_schema):
-        return {
-            "type": "http",
-            "scheme": "basic",
-            "description": "Basic base64(accountID:token) with a personal access token (hdp_...).",
-        }
-
-
-class OAuthBearerScheme(OpenApiAuthenticationExtension):
-    target_class = "helpdesk.api.authentication.OAuthBearerAuthentication"
-    name = "oauthBearer"
-
-    def get_security_definition(self, auto_schema):
-        return {
-            "type": "http",
-            "scheme": "bearer",
-            "description": "An OAuth 2.0 access token from /oauth/token (authorization code with PKCE), "
-            "limited to its scopes and the approving agent's role.",
-        }
 
 
 def add_error_responses(result, generator, request, public):

@@ -1,4 +1,6 @@
-"""`Authorization: Basic base64(accountID:token)` with personal access tokens.
+"""`Authorization: Basic base64(accountID:token)` with personal access tokens, and `Bearer` OAuth access tokens.
+Wired by `REST_FRAMEWORK["DEFAULT_AUTHENTICATION_CLASSES"]` (helpdesk/settings.py): accounts' own tokens and
+agents, so accounts' own module; the shared API machinery (helpdesk/api/) only reads what it sets on the request.
 
 The token is high-entropy, so a single SHA-256 is the right hash: it is looked up by its unique index and
 compared in constant time. (Django's password hasher would cost ~186 ms per request.) Resolving the token
@@ -21,6 +23,7 @@ from django.db import connection
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 
+from accounts.oauth.scopes import allows
 from accounts.tokens import MIN_SCOPE, hash_token
 from helpdesk.context import API, update_actor
 from helpdesk.logs import bind as bind_log_context
@@ -183,6 +186,11 @@ class OAuthGrant:
     def pk(self) -> int:
         """The access token's ID: the per-token rate-limit bucket (helpdesk.api.ratelimit), as a PAT's pk is."""
         return self.access_token_id
+
+    def allows(self, path: str, *, write: bool) -> bool:
+        """Whether a scope of this grant names the resource of `path` (`:rw` to write): RolePermission asks a
+        `resource_scoped` token this before the role check."""
+        return allows(self.scopes, path, write=write)
 
 
 class OAuthBearerAuthentication(authentication.BaseAuthentication):
