@@ -4,8 +4,8 @@ by an action."""
 import re
 
 from accounts import services
-from accounts.models import PersonalAccessToken
 from accounts.api.authentication import hash_token
+from accounts.models import PersonalAccessToken
 from tests.conftest import api_client
 
 URL = "/admin/accounts/personalaccesstoken/"

@@ -172,8 +172,8 @@ def test_the_license_header_picks_one_of_several_memberships(owner, other_licens
 
 def test_the_caller_is_loaded_exactly_as_the_orm_loads_it(owner):
     # given the owner's agent with non-default values in every kind of column (JSON, UUID, dates, nulls)
-    from accounts.models import Account, Agent, License
     from accounts.api.authentication import TokenBasicAuthentication, hash_token
+    from accounts.models import Account, Agent, License
 
     Agent.objects.filter(pk=owner.agent.pk).update(job_title=None, flags={"x": [1, {"y": None}]})
     License.objects.filter(pk=owner.license.pk).update(detected_languages=["en", "pl"])
