@@ -1,6 +1,7 @@
 """The audit log: who changed what in a license, when, from where, and each field's before and after.
 
-- registry.py / registrations.py: which models are audited (one `register()` line each).
+- registry.py: which models are audited, one `register()` line each: accounts' in registrations.py, the
+  other apps' in their AppConfig.ready() (audit sits below them and imports none of their models).
 - capture.py: signal receivers; one entry per changed object, written before the unit of work commits
   (helpdesk/transactions.py).
 - chain.py: the per-license hash chain (append under a row lock; verify), `verify_audit_chain` command.

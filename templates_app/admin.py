@@ -4,6 +4,7 @@ the one renderer; sent mail and invitations are read-only. All of it scoped to t
 from django import forms
 from django.contrib import admin
 from django.contrib.admin.utils import unquote
+from django.db.models import Count, Max
 from django.http import Http404, HttpResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
@@ -20,6 +21,7 @@ from templates_app.models import (
     Template,
 )
 from templates_app.rendering import render
+from tickets.admin import dashboard
 
 
 class TemplateForm(forms.ModelForm):
@@ -241,3 +243,18 @@ class BlockedSenderAdmin(LicenseScopedAdmin):
 
     def delete_object(self, request, obj):
         inbound_services.blocked_sender_delete(blocked=obj)
+
+
+def mail_failures(panels, license_ids) -> None:
+    """The admin index dashboard's failed mail per license (tickets/admin/dashboard.py), in one query."""
+    rows = (
+        OutboundMessage.objects.filter(license_id__in=license_ids, status=OutboundMessage.STATUS_FAILED)
+        .values("license_id")
+        .annotate(n=Count("id"), last=Max("created_at"))
+    )
+    for row in rows:
+        panel = panels[row["license_id"]]
+        panel.mail_failures, panel.last_mail_failure = row["n"], row["last"]
+
+
+dashboard.register_part(mail_failures)

@@ -11,7 +11,14 @@ class TemplatesAppConfig(AppConfig):
         from accounts.signals import agent_invited, license_created, team_reply_address_chosen
         from templates_app import invitations, notifications, rating, reply_addresses, services, ticket_mail
         from templates_app.inbound import services as inbound
-        from tickets.signals import message_created, rating_requested, ticket_assigned, tickets_purging
+        from templates_app.webhook_failing import on_webhook_failing
+        from tickets.signals import (
+            message_created,
+            rating_requested,
+            ticket_assigned,
+            tickets_purging,
+            webhook_failing,
+        )
 
         message_created.connect(ticket_mail.on_message_created, dispatch_uid="templates_app.ticket_mail")
         message_created.connect(notifications.on_message_created, dispatch_uid="templates_app.notifications")
@@ -27,3 +34,15 @@ class TemplatesAppConfig(AppConfig):
         team_reply_address_chosen.connect(
             reply_addresses.on_team_reply_address_chosen, dispatch_uid="templates_app.reply_addresses"
         )
+        webhook_failing.connect(on_webhook_failing, dispatch_uid="templates_app.webhook_failing")
+        _register_audited()
+
+
+def _register_audited():
+    """The e-mail app's audited models (audit/registry.py; audit, below this app, imports none of them)."""
+    from audit.registry import register
+    from templates_app.models import BlockedSender, ReplyAddress, Template
+
+    register(Template, target="emailTemplates", m2m={"attachments": "attachments"})
+    register(ReplyAddress, target="replyAddresses")
+    register(BlockedSender, target="blockedEmails")

@@ -1,7 +1,8 @@
 """Every API write route is either covered by an audit test or listed with the reason it writes no entry.
 
-A new write route (another app's viewset) fails this test until it is added below: register its model in
-audit/registrations.py and add a test asserting its one entry, or say why it changes nothing audited.
+A new write route (another app's viewset) fails this test until it is added below: register its model from its
+app's AppConfig.ready() (audit.registry.register) and add a test asserting its one entry, or say why it changes
+nothing audited.
 """
 
 import re

@@ -17,6 +17,28 @@ class TicketsConfig(AppConfig):
         changes_recorded.connect(outbox.on_changes_recorded, dispatch_uid="tickets.webhooks.changes")
         agent_leaving.connect(on_agent_leaving, dispatch_uid="tickets.autoassign.agent_leaving")
         _connect_totals()
+        _register_parts()
+
+
+def _register_parts():
+    """What tickets adds to the machinery below it: its audited models (after the totals' receivers: a tag's
+    deletion locks its tickets before audit locks the tag), the resources its webhooks announce, its query
+    parameters' OpenAPI schemas."""
+    from accounts.api.serializers import AgentSerializer, TeamSerializer
+    from accounts.models import Agent, Team
+    from audit.registry import register
+    from helpdesk.api.schema import register_parameters
+    from tickets.api.schema import parameter_schemas
+    from tickets.models import Tag
+    from tickets.webhooks import outbox
+    from tickets.webhooks.models import Webhook
+
+    register(Tag, target="tags")
+    # The secret is recorded only as changed; `status` (failing/active) is the deliveries' outcome, not a change.
+    register(Webhook, target="webhooks", secrets=("secret",), exclude=("status",))
+    outbox.register_resource(Agent, prefix="agents", serializer=AgentSerializer)
+    outbox.register_resource(Team, prefix="teams", serializer=TeamSerializer)
+    register_parameters(parameter_schemas)
 
 
 def _connect_totals():

@@ -26,3 +26,7 @@ ticket_assigned = Signal()
 # Sent by tickets.services inside the transaction that solves a ticket whose rating request was not sent yet
 # (`ratingRequeestSent` turned true in that same transaction): `ticket`. The e-mail app sends the request.
 rating_requested = Signal()
+
+# Sent by tickets.webhooks.delivery inside the transaction that marks a webhook `failing` (once, when it turns
+# failing): `webhook`, `delivery` (the delivery it gave up on). The e-mail app tells the license's owners.
+webhook_failing = Signal()

@@ -3,11 +3,15 @@
 A fixed number of queries whatever the number of licenses, tickets or failures shown (one per panel, each
 grouped or windowed by license): the index page stays as fast for an operator of many licenses as for an owner.
 Only the first MAX_LICENSES licenses are shown at once; `?license=<id>` shows one.
+
+The e-mail app (above tickets) fills its part of the panels, the failed mail, through `register_part` from its
+admin module (templates_app/admin.py), loaded with the admin before any page.
 """
 
 from __future__ import annotations
 
 import datetime
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.db.models import Count, F, Max, Window
@@ -16,7 +20,6 @@ from django.utils import timezone
 
 from accounts.admin.tenancy import license_label
 from accounts.models import License
-from templates_app.models import OutboundMessage
 from tickets.models import Ticket, TicketEvent, TicketTeam
 from tickets.models_purge import PurgeRun
 from tickets.webhooks.models import STATUS_FAILING, Webhook, WebhookDelivery
@@ -41,7 +44,7 @@ class LicensePanel:
     teams: list[dict] = field(default_factory=list)  # {"name", "open", "pending"}
     days: list[Day] = field(default_factory=list)
     oldest: list[Ticket] = field(default_factory=list)
-    mail_failures: int = 0
+    mail_failures: int = 0  # the e-mail app's part (templates_app/admin.py)
     last_mail_failure: datetime.datetime | None = None
     delivery_failures: int = 0
     last_delivery_failure: datetime.datetime | None = None
@@ -55,6 +58,16 @@ class LicensePanel:
     @property
     def solved_total(self) -> int:
         return sum(day.solved for day in self.days)
+
+
+# Parts of the panels that apps above tickets fill: `part(panels, license_ids)` sets its fields on the panels
+# ({license ID: LicensePanel}) in one query, grouped by license.
+PARTS: list[Callable[[dict, list[int]], None]] = []
+
+
+def register_part(part: Callable[[dict, list[int]], None]) -> None:
+    if part not in PARTS:
+        PARTS.append(part)
 
 
 @dataclass
@@ -84,6 +97,8 @@ def dashboard(license_ids: list[int] | None, *, only: int | None = None, now=Non
     _days(panels, ids, now)
     _oldest(panels, ids)
     _failures(panels, ids)
+    for part in PARTS:
+        part(panels, ids)
     if last_purge is not None:
         for pk, panel in panels.items():
             panel.purged = last_purge.counts.get(str(pk))
@@ -148,14 +163,6 @@ def _oldest(panels, ids) -> None:
 
 
 def _failures(panels, ids) -> None:
-    mail = (
-        OutboundMessage.objects.filter(license_id__in=ids, status=OutboundMessage.STATUS_FAILED)
-        .values("license_id")
-        .annotate(n=Count("id"), last=Max("created_at"))
-    )
-    for row in mail:
-        panel = panels[row["license_id"]]
-        panel.mail_failures, panel.last_mail_failure = row["n"], row["last"]
     deliveries = (
         WebhookDelivery.objects.filter(license_id__in=ids, status=WebhookDelivery.FAILED)
         .values("license_id")

@@ -23,7 +23,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from accounts.models import ROLE_OWNER, STATUS_ACTIVE, Agent
+from tickets.signals import webhook_failing
 from tickets.webhooks import guard
 from tickets.webhooks.models import STATUS_ACTIVE as WEBHOOK_ACTIVE
 from tickets.webhooks.models import STATUS_FAILING, Webhook, WebhookDelivery
@@ -173,44 +173,9 @@ def _mark_failing(webhook: Webhook, delivery: WebhookDelivery) -> None:
     """The webhook turns failing; its owners hear of it once (not again for every failed delivery)."""
     turned = Webhook.objects.filter(pk=webhook.pk, status=WEBHOOK_ACTIVE).update(status=STATUS_FAILING)
     if turned:
-        _tell_owners(webhook, delivery)
-
-
-FAILING_MAIL = """Your webhook "{name}" ({event_type}) could not deliver an event to {url}.
-
-We tried {attempts} times; the last attempt said: {error}
-
-The webhook is now marked as failing. Events keep being sent to it; the failed delivery can be sent again
-with POST /v1/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver once the receiver works. The attempts
-and the receiver's answers are listed at GET /v1/webhooks/{webhook_id}/deliveries."""
-
-
-def _tell_owners(webhook: Webhook, delivery: WebhookDelivery) -> None:
-    from templates_app import mail
-    from templates_app.models import OutboundMessage
-
-    license = webhook.license
-    owners = Agent.objects.filter(license_id=webhook.license_id, status=STATUS_ACTIVE).order_by("created_at")
-    body = FAILING_MAIL.format(
-        name=webhook.name,
-        event_type=webhook.event_type,
-        url=webhook.url,
-        attempts=delivery.attempts,
-        error=delivery.error,
-        webhook_id=webhook.pk,
-        delivery_id=delivery.pk,
-    )
-    for owner in owners:
-        if ROLE_OWNER not in owner.roles:
-            continue
-        mail.license_mail_queue(
-            license=license,
-            kind=OutboundMessage.KIND_WEBHOOK_FAILING,
-            key=f"webhookFailing:{delivery.pk}:{owner.pk}",
-            to=owner.email,
-            subject=f'Webhook "{webhook.name}" is failing',
-            body=body,
-        )
+        webhook_failing.send(
+            sender=Webhook, webhook=webhook, delivery=delivery
+        )  # the e-mail app tells the owners
 
 
 @transaction.atomic

@@ -81,21 +81,21 @@ def on_events_recorded(sender, *, ticket, events, created=False, **kwargs) -> No
             )
 
 
-# --- agents, teams, subscriptions ------------------------------------------------------------------------------
+# --- agents, teams, subscriptions: the audited resources whose changes webhooks announce ------------------------
+
+# model -> (event type prefix, the serializer of its API document); filled at ready(): accounts' agents and teams
+# by tickets (accounts is below it), an app above tickets registers its own (billing: subscriptions).
+RESOURCES: dict[type, tuple[str, type]] = {}
 
 
-def _resources():
-    from accounts.api.serializers import AgentSerializer, TeamSerializer
-    from accounts.models import Agent, Team
-    from billing.api.serializers import SubscriptionSerializer
-    from billing.models import Subscription
-
-    return {Agent: ("agents", AgentSerializer), Team: ("teams", TeamSerializer),
-            Subscription: ("subscriptions", SubscriptionSerializer)}  # fmt: skip
+def register_resource(model: type, *, prefix: str, serializer: type) -> None:
+    """Announce the changes of `model` (audited: audit/registry.py) as `<prefix>.create|update|delete`, the
+    payload being its document as `serializer` writes it."""
+    RESOURCES[model] = (prefix, serializer)
 
 
 def on_changes_recorded(sender, *, changes, **kwargs) -> None:
-    resources = _resources()
+    resources = RESOURCES
     wanted = [change for change in changes if change.model in resources]
     if not wanted:
         return
