@@ -15,12 +15,24 @@ from __future__ import annotations
 import logging
 
 from django.db import transaction
+from django.utils.module_loading import import_string
 
 log = logging.getLogger(__name__)
 
 
+def task_named(name: str):
+    """The task of this Celery name (the dotted path of its function, as the beat schedule names it).
+
+    A module that a task calls enqueues that task by its name and never imports it: tasks.py stays at the top
+    of its app, with no import circle between a task and the code it runs (tests/test_layering.py)."""
+    return import_string(name)
+
+
 def enqueue_now(task, *args, **kwargs) -> bool:
-    """Publish `task` with these arguments; False (logged) if the broker cannot be reached."""
+    """Publish `task` (a task, or its name: `task_named`) with these arguments; False (logged) if the broker
+    cannot be reached."""
+    if isinstance(task, str):
+        task = task_named(task)
     try:
         task.delay(*args, **kwargs)
     except Exception:
@@ -35,5 +47,6 @@ def enqueue_now(task, *args, **kwargs) -> bool:
 
 
 def enqueue_on_commit(task, *args, **kwargs) -> None:
-    """`task.delay(*args, **kwargs)` after the current transaction commits (at once outside one); never raises."""
+    """`task.delay(*args, **kwargs)` after the current transaction commits (at once outside one); never raises.
+    `task` may be the task's name (`task_named`)."""
     transaction.on_commit(lambda: enqueue_now(task, *args, **kwargs))

@@ -24,10 +24,14 @@ from django.utils import timezone
 from accounts.models import License
 from helpdesk.queue import enqueue_now, enqueue_on_commit
 from helpdesk.transactions import unit_of_work
+from templates_app import ticket_delivery
 from templates_app.models import OutboundMessage, Template
 from templates_app.rendering import Rendered, render
 
 log = logging.getLogger(__name__)
+
+# The task that sends a row, named as Celery names it: tasks.py calls this module, so this module never imports it.
+SEND_TASK = "templates_app.tasks.send_outbound_message"
 
 
 class TemporaryFailure(Exception):
@@ -130,9 +134,7 @@ def message_queue(
     if created:
         if attachments:
             message.attachments.set(attachments)
-        from templates_app.tasks import send_outbound_message
-
-        enqueue_on_commit(send_outbound_message, str(message.pk))
+        enqueue_on_commit(SEND_TASK, str(message.pk))
     return message
 
 
@@ -155,9 +157,7 @@ def license_mail_queue(
 
 def enqueue(*, message_id) -> None:
     """Hand a stored message to the workers. If the broker is down the row stays pending for the sweeper."""
-    from templates_app.tasks import send_outbound_message
-
-    enqueue_now(send_outbound_message, str(message_id))
+    enqueue_now(SEND_TASK, str(message_id))
 
 
 def _is_temporary(exc: Exception) -> bool:
@@ -195,9 +195,7 @@ def _email(message: OutboundMessage) -> EmailMultiAlternatives:
     if message.html:
         email.attach_alternative(message.html, "text/html")
     if message.ticket_message_id is not None:
-        from templates_app.ticket_mail import split_attachments
-
-        for attachment in split_attachments(message.ticket_message)[0]:
+        for attachment in ticket_delivery.split_attachments(message.ticket_message)[0]:
             with attachment.file.open("rb") as handle:
                 email.attach(attachment.name, handle.read(), attachment.content_type or None)
     files = bool(email.attachments)
@@ -221,13 +219,11 @@ def deliver(*, message_id) -> OutboundMessage | None:
     The row lock is held while the server answers, so a second worker on the same row waits and then sees
     it sent. (A crash after the server accepted but before the commit can still send twice: at-least-once.)
     """
-    from templates_app import ticket_mail
-
     with unit_of_work():
         message = OutboundMessage.objects.select_for_update().filter(pk=message_id).first()
         if message is None or message.status != OutboundMessage.STATUS_PENDING:
             return message
-        if not ticket_mail.refresh_before_send(message):
+        if not ticket_delivery.refresh_before_send(message):
             message.status = OutboundMessage.STATUS_SUPPRESSED
             message.save(update_fields=["status"])
             return message
@@ -242,7 +238,7 @@ def deliver(*, message_id) -> OutboundMessage | None:
             if not temporary:
                 message.status = OutboundMessage.STATUS_FAILED
             message.save(update_fields=["attempts", "last_error", "status"])
-            ticket_mail.record(message, "deferred" if temporary else "failed")
+            ticket_delivery.record(message, "deferred" if temporary else "failed")
             if not temporary:
                 log.warning("E-mail %s to %s failed permanently: %s", message.pk, message.to, exc)
                 return message
@@ -250,7 +246,7 @@ def deliver(*, message_id) -> OutboundMessage | None:
             message.status = OutboundMessage.STATUS_SENT
             message.sent_at = timezone.now()
             message.save(update_fields=["attempts", "status", "sent_at", "last_error", "headers"])
-            ticket_mail.record(message, "sent", date=message.sent_at)
+            ticket_delivery.record(message, "sent", date=message.sent_at)
             return message
     # A temporary failure: the attempt is committed, then the task retries.
     raise TemporaryFailure(message.last_error)
@@ -259,8 +255,6 @@ def deliver(*, message_id) -> OutboundMessage | None:
 @unit_of_work
 def give_up(*, message_id) -> None:
     """After the last retry: the message stays unsent and says why."""
-    from templates_app import ticket_mail
-
     message = (
         OutboundMessage.objects.select_for_update()
         .filter(pk=message_id, status=OutboundMessage.STATUS_PENDING)
@@ -269,7 +263,7 @@ def give_up(*, message_id) -> None:
     if message is not None:
         message.status = OutboundMessage.STATUS_FAILED
         message.save(update_fields=["status"])
-        ticket_mail.record(message, "failed")
+        ticket_delivery.record(message, "failed")
 
 
 STALE_AFTER = timedelta(minutes=10)

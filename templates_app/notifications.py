@@ -25,6 +25,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from accounts.models import STATUS_ACTIVE, Agent
+from helpdesk.queue import task_named
 from helpdesk.transactions import unit_of_work
 from templates_app import mail
 from templates_app.models import AgentNotification, OutboundMessage
@@ -81,8 +82,8 @@ def notify(*, ticket, agents, kind: str, exclude=None) -> list[AgentNotification
 
 
 def enqueue(*, agent_id, delay: float = 0) -> None:
-    from templates_app.tasks import send_agent_notifications
-
+    # Named, not imported: tasks.py calls this module.
+    send_agent_notifications = task_named("templates_app.tasks.send_agent_notifications")
     try:
         send_agent_notifications.apply_async(args=[str(agent_id)], countdown=int(delay + 0.999))
     except Exception:

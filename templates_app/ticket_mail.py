@@ -19,19 +19,17 @@ import logging
 import uuid
 from email.utils import formataddr
 
-from django.conf import settings
-
 from accounts.attachments import signed_attachment_url
 from helpdesk.context import EMAIL_MESSAGE, current_actor
 from templates_app import mail
 from templates_app.addresses import inbound_domain, license_address, reply_address
-from templates_app.models import InboundMessage, OutboundMessage, ReplyAddress
+from templates_app.models import OutboundMessage, ReplyAddress
 from templates_app.rendering import PLACEHOLDER_RE, Rendered, render
+from templates_app.ticket_delivery import record, split_attachments, thread_ids, threading_headers
 
 log = logging.getLogger(__name__)
 
 THREAD_LENGTH = 20  # earlier messages quoted below a reply (ticketThread)
-REFERENCES_LENGTH = 20  # Message-IDs in References: the first one and the latest ones (RFC 5322 3.6.4)
 
 
 # --- who, from where ----------------------------------------------------------------------------------------
@@ -91,71 +89,12 @@ def new_message_id() -> str:
     return f"{uuid.uuid4().hex}@{inbound_domain()}"
 
 
-def _inbound_ids(ticket) -> list[tuple]:
-    rows = InboundMessage.objects.filter(ticket_id=ticket.pk).exclude(message_id="")
-    return [
-        (created_at, message_id.strip("<>"))
-        for created_at, message_id in rows.values_list("created_at", "message_id")
-    ]
-
-
-def thread_ids(*, ticket, recipient: str, exclude_pk=None) -> list[str]:
-    """The ticket's Message-IDs, oldest first: those we received and those we sent to `recipient`."""
-    ours = (
-        OutboundMessage.objects.filter(ticket_id=ticket.pk, to__iexact=recipient)
-        .exclude(message_id="")
-        .exclude(pk=exclude_pk)
-        .order_by("created_at")
-        .values_list("created_at", "message_id")
-    )
-    ids = [message_id for _, message_id in sorted([*_inbound_ids(ticket), *ours], key=lambda row: row[0])]
-    unique = list(dict.fromkeys(ids))
-    if len(unique) > REFERENCES_LENGTH:
-        unique = [unique[0], *unique[-(REFERENCES_LENGTH - 1) :]]
-    return unique
-
-
-def threading_headers(ids: list[str]) -> dict:
-    if not ids:
-        return {}
-    return {"In-Reply-To": f"<{ids[-1]}>", "References": " ".join(f"<{i}>" for i in ids)}
-
-
-def auto_reply_allowed(ticket_message) -> bool:
-    """The inbound side's verdict for the mail that made this message (loops, bulk mail, the per-sender limit)."""
-    if ticket_message is None:
-        return True
-    row = (
-        InboundMessage.objects.filter(ticket_message_id=ticket_message.pk).only("auto_reply_allowed").first()
-    )
-    return True if row is None else row.auto_reply_allowed
-
-
 # --- attachments --------------------------------------------------------------------------------------------
 
 
 def attachment_link(attachment) -> str:
     """A signed, expiring link that opens the file from a mail client without credentials."""
     return signed_attachment_url(attachment)
-
-
-def split_attachments(ticket_message) -> tuple[list, list]:
-    """(attached, linked): files are attached while their total stays within the limit, the rest linked."""
-    if ticket_message is None or ticket_message.transaction_id is None:
-        return [], []
-    from accounts.models import Attachment
-
-    attached, linked, total = [], [], 0
-    limit = settings.HELPDESK_MAIL_ATTACHMENTS_MAX_BYTES
-    for attachment in Attachment.objects.filter(transaction_id=ticket_message.transaction_id).order_by(
-        "created_at", "id"
-    ):
-        if total + attachment.size <= limit:
-            attached.append(attachment)
-            total += attachment.size
-        else:
-            linked.append(attachment)
-    return attached, linked
 
 
 # --- the body -----------------------------------------------------------------------------------------------
@@ -289,17 +228,6 @@ def _queue(
     return rows
 
 
-def record(row: OutboundMessage, status: str, date=None) -> None:
-    """Tell the ticket's message how its mail to this recipient went (its event's deliveryStatus)."""
-    if row.kind != OutboundMessage.KIND_REPLY or row.ticket_message_id is None:
-        return
-    from tickets import services as ticket_services
-
-    ticket_services.message_delivery_record(
-        message_id=row.ticket_message_id, recipient=row.to, status=status, date=date
-    )
-
-
 def on_message_created(sender, *, message, ticket, created_ticket: bool = False, **kwargs) -> None:
     """Receiver of `tickets.signals.message_created`; runs in the message's transaction."""
     if message.is_private or ticket.silo in ("spam", "trash"):
@@ -333,22 +261,6 @@ def on_message_created(sender, *, message, ticket, created_ticket: bool = False,
             # RFC 3834: an automatic answer, never to be answered automatically.
             extra_headers={"Auto-Submitted": "auto-replied"},
         )
-
-
-def refresh_before_send(row: OutboundMessage) -> bool:
-    """Called by `deliver()` under the row lock. False: do not send (mailin said no auto-reply).
-
-    An acknowledgement is written while mailin is still storing the mail it answers, so its verdict and the
-    received Message-ID are read now.
-    """
-    if row.kind != OutboundMessage.KIND_ACKNOWLEDGEMENT or row.ticket_id is None:
-        return True
-    if row.ticket.silo in ("spam", "trash") or not auto_reply_allowed(row.ticket_message):
-        return False  # moved to spam by mailin after the row was written, or not to be answered
-    ids = thread_ids(ticket=row.ticket, recipient=row.to, exclude_pk=row.pk)
-    if ids:
-        row.headers = {**row.headers, **threading_headers(ids)}
-    return True
 
 
 def on_tickets_purging(sender, *, license_id: int, ticket_ids: list, **kwargs) -> None:

@@ -120,9 +120,11 @@ def test_received_message_ids_are_in_the_references(
     agent, ticket, smtp_server, eager_tasks, django_capture_on_commit_callbacks, monkeypatch
 ):
     # given mail received for this ticket (mailin's InboundMessage; its Message-IDs join the thread)
-    from templates_app import ticket_mail
+    from templates_app import ticket_delivery
 
-    monkeypatch.setattr(ticket_mail, "_inbound_ids", lambda t: [(ticket.created_at, "cafe@customer.example")])
+    monkeypatch.setattr(
+        ticket_delivery, "_inbound_ids", lambda t: [(ticket.created_at, "cafe@customer.example")]
+    )
     _reply(agent, ticket, callbacks=django_capture_on_commit_callbacks)
     [(_, received)] = smtp_server.messages
     assert received["In-Reply-To"] == "<cafe@customer.example>"
@@ -316,9 +318,9 @@ def test_a_ticket_that_came_by_mail_is_acknowledged(
 def test_no_acknowledgement_when_mailin_says_no(
     license, smtp_server, eager_tasks, django_capture_on_commit_callbacks, monkeypatch
 ):
-    from templates_app import ticket_mail
+    from templates_app import ticket_delivery
 
-    monkeypatch.setattr(ticket_mail, "auto_reply_allowed", lambda message: False)
+    monkeypatch.setattr(ticket_delivery, "auto_reply_allowed", lambda message: False)
     _mail_in(license, django_capture_on_commit_callbacks)
     assert smtp_server.messages == []
     assert OutboundMessage.objects.get().status == "suppressed"
@@ -335,14 +337,14 @@ def test_a_ticket_made_through_the_api_by_a_client_is_not_acknowledged(
 def test_the_acknowledgement_threads_to_the_received_mail_and_skips_spam(
     license, smtp_server, django_capture_on_commit_callbacks, monkeypatch
 ):
-    from templates_app import ticket_mail
+    from templates_app import ticket_delivery
     from tickets.models import Ticket
 
     # given two tickets from e-mail whose mails were not sent yet (mailin stores its row after the ticket)
     good = _mail_in(license, django_capture_on_commit_callbacks, subject="Good", execute=False)
     spam = _mail_in(license, django_capture_on_commit_callbacks, subject="Cheap pills", execute=False)
     monkeypatch.setattr(
-        ticket_mail, "_inbound_ids", lambda t: [(t.created_at, f"in-{t.short_id}@customer.example")]
+        ticket_delivery, "_inbound_ids", lambda t: [(t.created_at, f"in-{t.short_id}@customer.example")]
     )
     Ticket.objects.filter(pk=spam.pk).update(silo="spam")  # mailin's verdict after the ticket was created
     # when the worker sends them

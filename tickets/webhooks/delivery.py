@@ -23,6 +23,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from helpdesk.queue import task_named
 from tickets.signals import webhook_failing
 from tickets.webhooks import guard
 from tickets.webhooks.models import STATUS_ACTIVE as WEBHOOK_ACTIVE
@@ -44,8 +45,9 @@ def signature(secret: str, timestamp: str, body: str) -> str:
 
 def enqueue(delivery_id) -> None:
     """Hand a delivery to the workers; if the broker is down the sweeper picks the row up when it is due."""
-    from tickets.tasks import deliver_webhook
-
+    deliver_webhook = task_named(
+        "tickets.tasks.deliver_webhook"
+    )  # named, not imported: tasks.py calls this module
     try:
         deliver_webhook.delay(str(delivery_id))
     except Exception:
