@@ -283,6 +283,19 @@ def test_no_new_circle_inside_any_app():
     assert [circle for circle in _circles(inside) if circle not in KNOWN_CIRCLES] == []
 
 
+def test_package_inits_import_only_their_own_app():
+    """Importing any module runs its packages' __init__ first, an import the walk does not follow: so an __init__
+    imports only its own app (helpdesk/__init__.py is wiring: it loads the Celery app)."""
+    offending = [
+        f"{module}:{lines[0]} imports {target}"
+        for module, edges in GRAPH.items()
+        if MODULES[module].name == "__init__.py"
+        for target, lines in edges.items()
+        if _group(target) != _group(module)
+    ]
+    assert offending == []
+
+
 def test_no_module_imports_a_task_module():
     """Tasks are entry points, like views: the code they run names them by their Celery name to enqueue them
     (helpdesk.queue.task_named), so no task and the code it calls import each other."""
