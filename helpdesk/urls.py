@@ -3,7 +3,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularRedocView
 
 from accounts.oauth.urls_oauth import account_patterns, oauth_patterns
-from helpdesk.api.schema import SchemaView
+from helpdesk.api.schema_view import SchemaView
 
 admin.autodiscover()  # settings install SimpleAdminConfig: the admin modules load with the URLs, not at start-up
 admin.site.site_header = "HelpDesk admin"

@@ -1,11 +1,7 @@
-"""OpenAPI extras: the contract's error shape on every operation, readable summaries and
-tags, response headers, and strict request bodies."""
+"""OpenAPI extras: the contract's error shape on every operation, readable summaries and tags, response headers,
+and strict request bodies (the postprocessing hooks of SPECTACULAR_SETTINGS; the view is in schema_view.py)."""
 
-import threading
 from collections.abc import Callable
-
-from drf_spectacular.views import SpectacularJSONAPIView
-from rest_framework.response import Response
 
 ERROR_SCHEMA = {
     "type": "object",
@@ -190,23 +186,6 @@ def add_headers(result, generator, request, public):
                 if status in responses:
                     responses[status].setdefault("headers", {}).update(_RETRY_AFTER)
     return result
-
-
-class SchemaView(SpectacularJSONAPIView):
-    """The OpenAPI document, generated on the first request of the process and kept: it only changes with the
-    code (generating it walks every view and serializer: ~1 s, and it would repeat drf-spectacular's warnings)."""
-
-    _document: dict | None = None
-    _lock = threading.Lock()
-
-    def _get_schema_response(self, request):
-        with SchemaView._lock:
-            if SchemaView._document is None:
-                generator = self.generator_class(
-                    urlconf=self.urlconf, api_version=None, patterns=self.patterns
-                )
-                SchemaView._document = generator.get_schema(request=None, public=True)
-        return Response(SchemaView._document)
 
 
 # --- Query parameters: what the server enforces (a fuzzer reading the document must not be surprised).
