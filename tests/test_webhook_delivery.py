@@ -143,6 +143,23 @@ def test_agents_and_teams_changes_are_delivered_once_per_change_with_their_final
     assert bodies[2]["payload"]["ID"] == team["ID"]
 
 
+def test_a_subscription_is_delivered_as_the_api_shows_it(
+    owner, hook, receiver, eager_tasks, django_capture_on_commit_callbacks
+):
+    # given a webhook on subscriptions.create (a resource billing registers: billing/apps.py)
+    hook("subscriptions.create")
+    # when the owner subscribes
+    with django_capture_on_commit_callbacks(execute=True):
+        response = owner.client.post(
+            "/v1/subscriptions", {"planCode": "hd-team1m", "quantity": 2}, format="json"
+        )
+    assert response.status_code == 201, response.content
+    # then the receiver gets the subscription's document, as the API answered it
+    [body] = _bodies(receiver)
+    assert body["eventType"] == "subscriptions.create"
+    assert body["payload"] == response.json()
+
+
 def test_a_rolled_back_change_sends_nothing(
     owner, hook, receiver, eager_tasks, django_capture_on_commit_callbacks
 ):
