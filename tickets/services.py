@@ -26,7 +26,7 @@ from helpdesk.context import current_actor
 from helpdesk.errors import Conflict, TooLarge, field_error
 from helpdesk.timestamps import iso
 from helpdesk.transactions import unit_of_work
-from tickets import autoassign, counts, search
+from tickets import autoassign, search, totals
 from tickets.events import History, acting_agent, acting_author, assignment_side
 from tickets.models import RATINGS, READ_ONLY_SILOS, Message, Tag, Ticket, TicketTeam
 from tickets.signals import message_created, rating_requested, ticket_assigned
@@ -219,7 +219,7 @@ def ticket_create(
         custom_fields=custom_fields or {},
         people_in_the_loop=_unique_people(people_in_the_loop),
     )
-    counts.created(license.pk, ticket.pk)
+    totals.changing(license.pk, [ticket.pk], new=True)
     _apply_assignment(ticket, assignment)
     stamp_create(ticket)
     ticket.status_changed_at = ticket.last_message_at = ticket.created_at
@@ -318,7 +318,7 @@ def ticket_update(
         .get(pk=ticket.pk)
     )
     license = ticket.license
-    counts.changing(license.pk, [ticket.pk])
+    totals.changing(license.pk, [ticket.pk])
     changes_other_than_silo = any(key != "silo" for key in fields) or any(
         value is not None for value in (teams, assignment, tags, followers, message, transaction_id)
     )
@@ -394,7 +394,7 @@ def ticket_delete(*, ticket: Ticket) -> Ticket:
     """DELETE moves the ticket to the trash (purged 30 days after its last update)."""
     ticket = Ticket.objects.select_for_update(no_key=True).get(pk=ticket.pk)
     if ticket.silo != "trash":
-        counts.changing(ticket.license_id, [ticket.pk])
+        totals.changing(ticket.license_id, [ticket.pk])
         history = History(ticket)
         history.change("silo", acting_author(ticket), ticket.silo, "trash")
         ticket.silo = "trash"
@@ -440,7 +440,7 @@ def ticket_merge(*, ticket: Ticket, child: Ticket) -> Ticket:
             f"A ticket may have at most {limit} child tickets (maxChildTicketsPerTicket).",
             code="max_child_tickets",
         )
-    counts.changing(license.pk, [ticket.pk, child.pk])
+    totals.changing(license.pk, [ticket.pk, child.pk])
     child.parent = ticket
     stamp_update(child)
     Ticket.objects.filter(pk=child.pk).update(
@@ -462,7 +462,7 @@ def ticket_rate(*, ticket: Ticket, score: str, comment: str = "") -> Ticket:
     ticket = Ticket.objects.select_for_update(no_key=True).get(pk=ticket.pk)
     if ticket.is_read_only:
         raise Conflict(f"Tickets in '{ticket.silo}' are read-only.", code="read_only_silo")
-    counts.changing(ticket.license_id, [ticket.pk])
+    totals.changing(ticket.license_id, [ticket.pk])
     history = History(ticket)
     ticket.rating_score, ticket.rating_comment, ticket.rated_at = score, comment or "", history.now
     stamp_update(ticket)
@@ -530,7 +530,7 @@ def tag_update(*, tag: Tag, name: str | None = None) -> Tag:
 
 @unit_of_work
 def tag_delete(*, tag: Tag) -> None:
-    tag.delete()  # its tickets' totals follow (tickets.apps: a tag's deletion reaches tickets.counts)
+    tag.delete()  # its tickets' totals follow (tickets.totals sees a tag's deletion)
 
 
 # --- attachment transactions ---------------------------------------------------------------------------
