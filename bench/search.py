@@ -255,9 +255,9 @@ class Checker(threading.Thread):
             return int(response["X-Total-Results"]) if response.status_code == 200 else None
 
     def run(self):
-        from tickets import counts
+        from tickets import totals
 
-        counts.cached_count = lambda queryset, license: queryset.order_by().count()  # in this process only
+        totals.exact_count = lambda queryset, license: queryset.order_by().count()  # in this process only
         while not self.stop.is_set() or self.pending:
             with self.lock:
                 if not self.pending:
@@ -481,11 +481,11 @@ def floor(world, name, samples, seed):
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
 
-    from tickets import counts
+    from tickets import totals
 
     rng = random.Random(seed)
-    original = counts.cached_count
-    counts.cached_count = lambda queryset, license_id: queryset.order_by().count()
+    original = totals.exact_count
+    totals.exact_count = lambda queryset, license_id: queryset.order_by().count()
     client = Client(HTTP_USER_AGENT="helpdesk-bench/1.0")
     timings, count_timings = [], []
     try:
@@ -515,7 +515,7 @@ def floor(world, name, samples, seed):
             timings.append(total)
             count_timings.append(count_total)
     finally:
-        counts.cached_count = original
+        totals.exact_count = original
     return {"floor_p50": statistics.median(timings), "count_p50": statistics.median(count_timings)}
 
 

@@ -416,7 +416,7 @@ CELERY_BEAT_SCHEDULE["webhooks-sweep-deliveries"] = {
 AUTO_CLOSE_SOLVED_DAYS = env_int("AUTO_CLOSE_SOLVED_DAYS", 7)
 AUTO_CLOSE_BATCH_SIZE = env_int("AUTO_CLOSE_BATCH_SIZE", 200)
 
-# --- A search total whose count took at least this long is carried across writes (tickets/counts.py): writes
+# --- A search total whose count took at least this long is carried across writes (tickets/totals/): writes
 # re-test the tickets they change against these filter sets instead of leaving them to be counted again.
 TICKET_COUNT_CARRY_MIN_MS = env_int("TICKET_COUNT_CARRY_MIN_MS", 5)
 # At most this many filter sets per license are carried (each write re-tests its tickets against all of them

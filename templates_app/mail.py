@@ -223,10 +223,6 @@ def deliver(*, message_id) -> OutboundMessage | None:
         message = OutboundMessage.objects.select_for_update().filter(pk=message_id).first()
         if message is None or message.status != OutboundMessage.STATUS_PENDING:
             return message
-        if not ticket_delivery.refresh_before_send(message):
-            message.status = OutboundMessage.STATUS_SUPPRESSED
-            message.save(update_fields=["status"])
-            return message
         message.attempts += 1
         try:
             _email(message).send()

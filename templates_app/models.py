@@ -45,7 +45,7 @@ class OutboundMessage(LicenseOwned):
     KIND_REPLY_ADDRESS = "replyAddress"  # the confirmation link of a reply address
     KIND_WEBHOOK_FAILING = "webhookFailing"  # tells the owners that a webhook gave up on a delivery
     STATUS_PENDING, STATUS_SENT, STATUS_FAILED = "pending", "sent", "failed"
-    STATUS_SUPPRESSED = "suppressed"  # an acknowledgement mailin said not to send (loop, bulk, rate)
+    STATUS_SUPPRESSED = "suppressed"  # no longer written: mail-in now decides before queuing (old rows)
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     key = models.CharField(max_length=200)

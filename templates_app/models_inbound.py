@@ -22,8 +22,8 @@ class InboundMessage(LicenseOwned):
     `message_id` is unique per license: an MTA that delivers the same message twice (a retry after a lost
     reply, two recipients of one license) finds the row and stores nothing more. A message without a
     Message-ID gets one derived from its bytes (`<sha256@no-message-id>`), so a retry still matches.
-    `auto_reply_allowed` is the loop and storm decision for the acknowledgement, taken once here and read by
-    the mail-out side.
+    `auto_reply_allowed` is the decision for the acknowledgement (loops, bulk mail, spam and blocked senders,
+    the per-sender storm limit), taken once by the inbound service, which queues the acknowledgement then.
     """
 
     KIND_TICKET, KIND_REPLY, KIND_BOUNCE, KIND_LOOP = "ticket", "reply", "bounce", "loop"

@@ -1,6 +1,5 @@
 """What delivering a ticket's mail needs from the ticket, below both `mail` (the delivery calls it) and
-`ticket_mail` (the composition uses it): the thread's Message-IDs, the inbound side's verdict on an automatic
-answer, which files travel attached, and the delivery status told back to the ticket's message.
+`ticket_mail` (the composition uses it): the thread's Message-IDs, which files travel attached, and the delivery status told back to the ticket's message.
 """
 
 from __future__ import annotations
@@ -42,16 +41,6 @@ def threading_headers(ids: list[str]) -> dict:
     return {"In-Reply-To": f"<{ids[-1]}>", "References": " ".join(f"<{i}>" for i in ids)}
 
 
-def auto_reply_allowed(ticket_message) -> bool:
-    """The inbound side's verdict for the mail that made this message (loops, bulk mail, the per-sender limit)."""
-    if ticket_message is None:
-        return True
-    row = (
-        InboundMessage.objects.filter(ticket_message_id=ticket_message.pk).only("auto_reply_allowed").first()
-    )
-    return True if row is None else row.auto_reply_allowed
-
-
 def split_attachments(ticket_message) -> tuple[list, list]:
     """(attached, linked): files are attached while their total stays within the limit, the rest linked."""
     if ticket_message is None or ticket_message.transaction_id is None:
@@ -80,19 +69,3 @@ def record(row: OutboundMessage, status: str, date=None) -> None:
     ticket_services.message_delivery_record(
         message_id=row.ticket_message_id, recipient=row.to, status=status, date=date
     )
-
-
-def refresh_before_send(row: OutboundMessage) -> bool:
-    """Called by `deliver()` under the row lock. False: do not send (mailin said no auto-reply).
-
-    An acknowledgement is written while mailin is still storing the mail it answers, so its verdict and the
-    received Message-ID are read now.
-    """
-    if row.kind != OutboundMessage.KIND_ACKNOWLEDGEMENT or row.ticket_id is None:
-        return True
-    if row.ticket.silo in ("spam", "trash") or not auto_reply_allowed(row.ticket_message):
-        return False  # moved to spam by mailin after the row was written, or not to be answered
-    ids = thread_ids(ticket=row.ticket, recipient=row.to, exclude_pk=row.pk)
-    if ids:
-        row.headers = {**row.headers, **threading_headers(ids)}
-    return True

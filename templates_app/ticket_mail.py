@@ -1,5 +1,5 @@
 """Mail out: a ticket's public agent messages go to the requester and the people in the loop; a ticket that
-came by e-mail gets an acknowledgement.
+came by e-mail gets an acknowledgement when the inbound service decides it may (`acknowledgement_queue`).
 
 `on_message_created` is connected to `tickets.signals.message_created` and runs inside the message's
 transaction: it renders the mail now (the team's template, else the license's default, through the one
@@ -20,7 +20,6 @@ import uuid
 from email.utils import formataddr
 
 from accounts.attachments import signed_attachment_url
-from helpdesk.context import EMAIL_MESSAGE, current_actor
 from templates_app import mail
 from templates_app.addresses import inbound_domain, license_address, reply_address
 from templates_app.models import OutboundMessage, ReplyAddress
@@ -244,23 +243,32 @@ def on_message_created(sender, *, message, ticket, created_ticket: bool = False,
         )
         for row in rows:
             record(row, "queued", date=row.created_at)
-    elif message.author_type == "client" and created_ticket and current_actor().type == EMAIL_MESSAGE:
-        company = (ticket.license.settings or {}).get("companyName") or "our team"
-        body = (
-            f"Thank you for your message. We received your request and {company} will answer soon.\n\n"
-            f"Your ticket number is #{ticket.short_id}; keep it in the subject when you write about it."
-        )
-        _queue(
-            ticket=ticket,
-            message=message,
-            kind=OutboundMessage.KIND_ACKNOWLEDGEMENT,
-            to=[ticket.requester_email],
-            subject=subject_of(ticket, reply=True),
-            body=body,
-            first=True,
-            # RFC 3834: an automatic answer, never to be answered automatically.
-            extra_headers={"Auto-Submitted": "auto-replied"},
-        )
+
+
+def acknowledgement_queue(*, ticket, message, received_message_id: str) -> list[OutboundMessage]:
+    """The acknowledgement of a ticket that came by mail, to its requester, threaded to the received mail.
+
+    Called by the inbound service once it has decided that the mail may be answered automatically (loops,
+    bulk mail, spam, the per-sender limit: templates_app.inbound.services), in the ticket's transaction."""
+    company = (ticket.license.settings or {}).get("companyName") or "our team"
+    body = (
+        f"Thank you for your message. We received your request and {company} will answer soon.\n\n"
+        f"Your ticket number is #{ticket.short_id}; keep it in the subject when you write about it."
+    )
+    return _queue(
+        ticket=ticket,
+        message=message,
+        kind=OutboundMessage.KIND_ACKNOWLEDGEMENT,
+        to=[ticket.requester_email],
+        subject=subject_of(ticket, reply=True),
+        body=body,
+        first=True,
+        # RFC 3834: an automatic answer, never to be answered automatically.
+        extra_headers={
+            "Auto-Submitted": "auto-replied",
+            **threading_headers([received_message_id.strip("<>")] if received_message_id else []),
+        },
+    )
 
 
 def on_tickets_purging(sender, *, license_id: int, ticket_ids: list, **kwargs) -> None:

@@ -116,11 +116,11 @@ class TicketFactory(factory.django.DjangoModelFactory):
         )
         if fields:
             from helpdesk.transactions import unit_of_work
-            from tickets import counts
+            from tickets import totals
 
             # a write outside the services: the license's totals are counted again
             with unit_of_work():
-                counts.drop(license.pk)
+                totals.changing(license.pk)
                 model_class.objects.filter(pk=ticket.pk).update(**fields)
                 ticket.refresh_from_db()
                 if {"silo", "status"} & set(fields):

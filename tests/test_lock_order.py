@@ -16,7 +16,7 @@ from accounts import services as account_services
 from accounts.models import ROLE_NORMAL, ROLE_OWNER, Agent, Team
 from tests.db_helpers import wait_for_a_lock_wait
 from tests.factories import AgentFactory, TeamFactory, TicketFactory
-from tickets import counts, services
+from tickets import services, totals
 from tickets.models import Ticket
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -86,7 +86,7 @@ def test_a_deletion_whose_cascade_reaches_a_ticket_being_written_waits_for_it(
     # given a write of the ticket that holds its row lock and has not finished (its totals' bookkeeping
     # raises the search generation at the end of its transaction)
     ticket, team, agent = assigned
-    race = Race(monkeypatch, counts, "changing")
+    race = Race(monkeypatch, totals, "changing")
 
     def write():
         if write_kind == "update":
@@ -120,7 +120,7 @@ def test_the_admins_dry_run_of_several_deletions_waits_for_a_ticket_write(owner,
     first, second = TeamFactory(license=license), TeamFactory(license=license)
     TicketFactory(license=license, teams=[first])
     ticket = TicketFactory(license=license, teams=[second])
-    race = Race(monkeypatch, counts, "changing")
+    race = Race(monkeypatch, totals, "changing")
     refusals = []
 
     def write():

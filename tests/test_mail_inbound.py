@@ -367,6 +367,70 @@ def test_no_auto_reply_to_automatic_bulk_or_spam_mail(license, name, reason):
     assert result.kind == "ticket" and not result.auto_reply_allowed and reason in result.note
 
 
+def _acknowledgements(result):
+    return list(
+        OutboundMessage.objects.filter(ticket_id=result.ticket_id, kind=OutboundMessage.KIND_ACKNOWLEDGEMENT)
+    )
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        (lambda: load("auto_reply.eml"), "Auto-Submitted: auto-replied"),
+        (lambda: load("bulk.eml"), "Precedence: bulk"),
+        (lambda: load("spam.eml"), "spam"),
+        (lambda: simple(headers={"Return-Path": "<>"}), "null return path"),
+        (lambda: simple(sender="someone@blocked.example"), "blocked sender"),
+    ],
+    ids=["auto-reply", "bulk", "spam", "null-return-path", "blocked"],
+)
+def test_a_mail_not_to_be_answered_automatically_queues_no_acknowledgement_at_all(license, raw, reason):
+    # given a blocked domain
+    BlockedSender.objects.create(license=license, email="@blocked.example")
+    # when
+    result = receive(license, raw())
+    # then the inbound service decided, once, and no row waits to be suppressed at sending time
+    assert result.kind == "ticket" and not result.auto_reply_allowed and reason in result.note
+    assert _acknowledgements(result) == []
+
+
+def test_the_acknowledgement_is_queued_by_the_inbound_service_threaded_to_the_received_mail(license):
+    # when
+    result = receive(license, simple(subject="Printer on fire", headers={"Message-ID": "<fire@x.example>"}))
+    # then one row, decided and written by the inbound service, threaded to the received mail
+    ticket = ticket_of(result)
+    (row,) = _acknowledgements(result)
+    assert result.auto_reply_allowed
+    assert row.to == ticket.requester_email and row.status == OutboundMessage.STATUS_PENDING
+    assert row.headers["Auto-Submitted"] == "auto-replied"
+    assert (
+        row.headers["In-Reply-To"] == "<fire@x.example>" and row.headers["References"] == "<fire@x.example>"
+    )
+
+
+def test_over_the_storm_limit_no_acknowledgement_is_queued(license, settings):
+    settings.INBOUND_AUTO_REPLIES_PER_HOUR = 1
+    first, second = (receive(license, simple(sender="storm@example.com")) for _ in range(2))
+    assert len(_acknowledgements(first)) == 1
+    assert not second.auto_reply_allowed and _acknowledgements(second) == []
+
+
+def test_a_ticket_made_by_a_client_outside_mail_in_is_not_acknowledged_even_as_the_email_actor(license):
+    # the e-mail actor alone (as the rating page acts) decides nothing: only the inbound service acknowledges
+    from helpdesk.context import Actor, acting_as
+    from tickets import services as ticket_services
+
+    with acting_as(Actor(type=EMAIL_MESSAGE, email="new@customer.example")):
+        ticket = ticket_services.ticket_create(
+            license=license,
+            subject="Broken widget",
+            requester={"email": "new@customer.example"},
+            message={"text": "The widget is broken."},
+            author_type="client",
+        )
+    assert not OutboundMessage.objects.filter(ticket=ticket).exists()
+
+
 def test_auto_submitted_no_still_gets_an_auto_reply(license):
     assert receive(license, simple(headers={"Auto-Submitted": "no"})).auto_reply_allowed
 

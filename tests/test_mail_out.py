@@ -10,7 +10,6 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import transaction
 
 from accounts import services as accounts_services
-from helpdesk.context import EMAIL_MESSAGE, Actor, acting_as
 from templates_app import tasks
 from templates_app.addresses import inbound_domain, license_address, parse_inbound_address, reply_address
 from templates_app.models import OutboundMessage, ReplyAddress
@@ -291,21 +290,31 @@ def test_a_verified_reply_address_is_the_from_and_an_unverified_one_a_reply_to(
     ]
 
 
-def _mail_in(license, callbacks, subject="Broken widget", execute=True):
-    with acting_as(Actor(type=EMAIL_MESSAGE, email="new@customer.example")), callbacks(execute=execute):
-        return ticket_services.ticket_create(
-            license=license,
+@pytest.fixture
+def mail_in(settings, tmp_path, license, django_capture_on_commit_callbacks):
+    """A mail to the license's address, through the inbound service; returns its ticket."""
+    from templates_app.inbound.services import inbound_message_receive
+    from tests.mail_helpers import simple
+    from tickets.models import Ticket
+
+    settings.MEDIA_ROOT = tmp_path
+
+    def receive(subject="Broken widget", execute=True, headers=None):
+        raw = simple(
+            sender="New <new@customer.example>",
             subject=subject,
-            requester={"email": "new@customer.example", "name": "New"},
-            message={"text": "The widget is broken."},
-            author_type="client",
+            body="The widget is broken.",
+            headers=headers,
         )
+        with django_capture_on_commit_callbacks(execute=execute):
+            result = inbound_message_receive(raw=raw, recipients=[license_address(license.pk)])
+        return Ticket.objects.get(pk=result.ticket_id)
+
+    return receive
 
 
-def test_a_ticket_that_came_by_mail_is_acknowledged(
-    license, smtp_server, eager_tasks, django_capture_on_commit_callbacks, deliveries
-):
-    ticket = _mail_in(license, django_capture_on_commit_callbacks)
+def test_a_ticket_that_came_by_mail_is_acknowledged(license, smtp_server, eager_tasks, deliveries, mail_in):
+    ticket = mail_in()
     [(rcpts, received)] = smtp_server.messages
     assert rcpts == ["new@customer.example"]
     assert received["Subject"] == f"Re: Broken widget [#{ticket.short_id}]"
@@ -315,15 +324,10 @@ def test_a_ticket_that_came_by_mail_is_acknowledged(
     assert deliveries == []  # the client's message was not sent by us
 
 
-def test_no_acknowledgement_when_mailin_says_no(
-    license, smtp_server, eager_tasks, django_capture_on_commit_callbacks, monkeypatch
-):
-    from templates_app import ticket_delivery
-
-    monkeypatch.setattr(ticket_delivery, "auto_reply_allowed", lambda message: False)
-    _mail_in(license, django_capture_on_commit_callbacks)
+def test_no_acknowledgement_when_mailin_says_no(license, smtp_server, eager_tasks, mail_in):
+    mail_in(headers={"Auto-Submitted": "auto-replied"})
     assert smtp_server.messages == []
-    assert OutboundMessage.objects.get().status == "suppressed"
+    assert not OutboundMessage.objects.exists()  # decided before anything was queued
 
 
 def test_a_ticket_made_through_the_api_by_a_client_is_not_acknowledged(
@@ -334,26 +338,18 @@ def test_a_ticket_made_through_the_api_by_a_client_is_not_acknowledged(
     assert smtp_server.messages == []
 
 
-def test_the_acknowledgement_threads_to_the_received_mail_and_skips_spam(
-    license, smtp_server, django_capture_on_commit_callbacks, monkeypatch
-):
-    from templates_app import ticket_delivery
-    from tickets.models import Ticket
-
-    # given two tickets from e-mail whose mails were not sent yet (mailin stores its row after the ticket)
-    good = _mail_in(license, django_capture_on_commit_callbacks, subject="Good", execute=False)
-    spam = _mail_in(license, django_capture_on_commit_callbacks, subject="Cheap pills", execute=False)
-    monkeypatch.setattr(
-        ticket_delivery, "_inbound_ids", lambda t: [(t.created_at, f"in-{t.short_id}@customer.example")]
-    )
-    Ticket.objects.filter(pk=spam.pk).update(silo="spam")  # mailin's verdict after the ticket was created
+def test_the_acknowledgement_threads_to_the_received_mail_and_skips_spam(license, smtp_server, mail_in):
+    # given two tickets from e-mail whose mails were not sent yet, one of them spam
+    good = mail_in(subject="Good", execute=False, headers={"Message-ID": "<in-good@customer.example>"})
+    spam = mail_in(subject="Cheap pills", execute=False, headers={"X-Spam-Flag": "YES"})
     # when the worker sends them
     for row in OutboundMessage.objects.all():
         tasks.send_outbound_message.apply(args=[str(row.pk)])
-    # then the good one answers the received mail, and nothing goes to the spammer
+    # then the good one answers the received mail, and nothing was ever queued for the spammer
     [(_, received)] = smtp_server.messages
-    assert received["In-Reply-To"] == f"<in-{good.short_id}@customer.example>"
-    assert OutboundMessage.objects.get(ticket=spam).status == "suppressed"
+    assert received["In-Reply-To"] == "<in-good@customer.example>"
+    assert OutboundMessage.objects.get().ticket_id == good.pk
+    assert not OutboundMessage.objects.filter(ticket=spam).exists()
 
 
 def test_purging_a_ticket_deletes_its_mail(agent, license, ticket, django_capture_on_commit_callbacks):

@@ -15,11 +15,12 @@ from django.db import connection
 from accounts.models import Attachment, AttachmentTransaction
 from tests.factories import AccountFactory, LicenseFactory
 from tests.purge_helpers import attach_file, make_ticket
-from tickets import counts as search_counts
 from tickets import purge, services
 from tickets.models import Message, Ticket, TicketEvent
 from tickets.models_purge import PurgedFile, PurgeRun
 from tickets.tasks import purge_expired_tickets
+from tickets.totals import keys as search_keys
+from tickets.totals import writing as search_writes
 
 NOW = datetime.fromisoformat("2026-06-15T12:00:00+00:00")
 SECOND = timedelta(seconds=1)
@@ -180,7 +181,7 @@ def test_a_batch_that_fails_midway_is_rolled_back_whole_and_the_next_run_finishe
     storage = Attachment._meta.get_field("file").storage
     # when: the batch fails after its deletes, before its commit
     with (
-        mock.patch("tickets.counts._bump", side_effect=RuntimeError("killed")),
+        mock.patch("tickets.totals.writing._bump", side_effect=RuntimeError("killed")),
         django_capture_on_commit_callbacks(execute=True),
         pytest.raises(RuntimeError),
     ):
@@ -507,7 +508,7 @@ def test_a_run_that_fails_midway_records_exactly_what_its_committed_batches_dele
         make_ticket(license, silo="trash", updated_at=NOW - timedelta(days=31 + i)) for i in (1, 0)
     )
     calls = []
-    bump = search_counts._bump
+    bump = search_writes._bump
 
     def fail_the_second_batch(license_id, **kwargs):
         calls.append(license_id)
@@ -517,7 +518,7 @@ def test_a_run_that_fails_midway_records_exactly_what_its_committed_batches_dele
 
     # when
     with (
-        mock.patch("tickets.counts._bump", side_effect=fail_the_second_batch),
+        mock.patch("tickets.totals.writing._bump", side_effect=fail_the_second_batch),
         pytest.raises(RuntimeError),
     ):
         purge.purge_expired()
@@ -570,7 +571,7 @@ def test_a_file_the_storage_fails_to_delete_stays_listed_for_the_next_run(
 def test_a_purge_invalidates_the_cached_search_totals_of_each_license_it_touched(license, frozen):
     other = LicenseFactory()
     make_ticket(license, silo="trash", updated_at=NOW - timedelta(days=31))
-    before = search_counts.generation(license.pk), search_counts.generation(other.pk)
+    before = search_keys.generation(license.pk), search_keys.generation(other.pk)
     purge.purge_expired()
-    assert search_counts.generation(license.pk) != before[0]
-    assert search_counts.generation(other.pk) == before[1]
+    assert search_keys.generation(license.pk) != before[0]
+    assert search_keys.generation(other.pk) == before[1]

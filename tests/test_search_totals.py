@@ -1,7 +1,7 @@
 """Search totals after every write path: each write runs with the count cache warm (every filter set below
 counted and registered for carrying), then every filter set's `X-Total-Results` must equal a fresh count.
 
-Transactional: the totals are carried over after the commit (tickets.counts), as in production.
+Transactional: the totals are carried over after the commit (tickets.totals), as in production.
 """
 
 import time
@@ -18,8 +18,9 @@ from templates_app.addresses import license_address
 from templates_app.inbound.services import inbound_message_receive
 from tests.factories import AgentFactory, TagFactory, TeamFactory, TicketFactory
 from tests.mail_helpers import simple
-from tickets import auto_close, counts, purge, services
+from tickets import auto_close, purge, services, totals
 from tickets.models import Ticket
+from tickets.totals import keys, reading, registry, writing
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -270,7 +271,7 @@ def test_a_write_after_a_lost_cache_write_counts_again(owner, world, monkeypatch
     # given every total counted, and the carried totals never reach the cache (Redis away after the commit)
     filters = _filters(world)
     _totals(owner.client, filters)
-    monkeypatch.setattr(counts.cache, "set_many", lambda *args, **kwargs: [])
+    monkeypatch.setattr(reading.cache, "set_many", lambda *args, **kwargs: [])
     ticket = _first(world["license"], tags=world["tag"], status="open")
     # when
     owner.client.patch(f"/v1/tickets/{ticket.pk}", {"priority": 20}, format="json")
@@ -293,7 +294,7 @@ def test_a_write_outside_the_services_drops_the_totals(owner, world):
 
 def test_a_ticket_service_outside_a_unit_of_work_is_refused():
     with pytest.raises(RuntimeError, match="unit_of_work"):
-        counts.changing(1, ["x"])
+        totals.changing(1, ["x"])
 
 
 def test_a_count_stored_after_the_next_write_rolls_forward_through_its_step(owner, world, monkeypatch):
@@ -302,7 +303,7 @@ def test_a_count_stored_after_the_next_write_rolls_forward_through_its_step(owne
     total = int(owner.client.get("/v1/tickets")["X-Total-Results"])
     ticket = _first(world["license"], tags=world["tag"], status="open")
     with monkeypatch.context() as patched:
-        patched.setattr(counts.cache, "get_many", lambda keys, *args, **kwargs: {})
+        patched.setattr(reading.cache, "get_many", lambda keys, *args, **kwargs: {})
         _ok(owner.client.patch(f"/v1/tickets/{ticket.pk}", {"status": "pending"}, format="json"))
     # when
     with CaptureQueriesContext(connection) as queries:
@@ -316,14 +317,14 @@ def test_a_reader_waits_for_the_count_another_request_is_running(owner, world, m
     # given another request counting the open tickets (its lock taken), whose count arrives while this one waits
     license = world["license"]
     digest = _digest_of(owner, monkeypatch, license)
-    cache.add(counts._counting_key(license.pk, digest), 1, 30)
-    pauses, current = [], counts.generation(license.pk)
+    cache.add(keys.counting_key(license.pk, digest), 1, 30)
+    pauses, current = [], keys.generation(license.pk)
 
     def the_other_count_arrives(seconds):
         pauses.append(seconds)
-        cache.set(counts._latest_key(license.pk, digest), (current, 4242), 60)
+        cache.set(keys.latest_key(license.pk, digest), (current, 4242), 60)
 
-    monkeypatch.setattr(counts.time, "sleep", the_other_count_arrives)
+    monkeypatch.setattr(reading.time, "sleep", the_other_count_arrives)
     # when
     with CaptureQueriesContext(connection) as queries:
         served = owner.client.get("/v1/tickets")["X-Total-Results"]
@@ -336,9 +337,9 @@ def test_a_reader_waits_for_the_count_another_request_is_running(owner, world, m
 def test_a_reader_counts_itself_when_the_other_count_never_arrives(owner, world, monkeypatch):
     license = world["license"]
     digest = _digest_of(owner, monkeypatch, license)
-    lock = counts._counting_key(license.pk, digest)
+    lock = keys.counting_key(license.pk, digest)
     cache.add(lock, "the other request's", 30)
-    monkeypatch.setattr(counts, "COUNT_WAIT_SECONDS", 0.05)
+    monkeypatch.setattr(reading, "COUNT_WAIT_SECONDS", 0.05)
     expected = Ticket.objects.filter(license=license, status="open", silo="tickets").count()
     assert owner.client.get("/v1/tickets")["X-Total-Results"] == str(expected)
     assert cache.get(lock) == "the other request's"  # not this request's to free
@@ -357,7 +358,7 @@ def test_a_write_inside_a_longer_transaction_carries_nothing(owner, world, monke
         other.status = "pending"
         other.save()
     # then the state between the two changes, which never committed, was carried nowhere
-    assert cache.get(counts._latest_key(license.pk, digest)) == (counted_at, total)
+    assert cache.get(keys.latest_key(license.pk, digest)) == (counted_at, total)
     assert owner.client.get("/v1/tickets")["X-Total-Results"] == str(total - 2)
 
 
@@ -366,8 +367,8 @@ def test_with_the_cache_away_every_reader_counts(owner, world, monkeypatch):
         def __getattr__(self, name):
             return lambda *args, **kwargs: {} if name == "get_many" else None
 
-    monkeypatch.setattr(counts, "cache", Away())
-    monkeypatch.setattr(counts.time, "sleep", lambda seconds: pytest.fail("waited for a lock nobody holds"))
+    monkeypatch.setattr(reading, "cache", Away())
+    monkeypatch.setattr(reading.time, "sleep", lambda seconds: pytest.fail("waited for a lock nobody holds"))
     expected = Ticket.objects.filter(license=world["license"], status="open", silo="tickets").count()
     assert owner.client.get("/v1/tickets")["X-Total-Results"] == str(expected)
 
@@ -376,16 +377,16 @@ def _counted(owner, monkeypatch, license) -> tuple[str, int, int]:
     """The open tickets counted: the filter set's digest, the total and the generation it was counted at."""
     digest = _digest_of(owner, monkeypatch, license)
     total = int(owner.client.get("/v1/tickets")["X-Total-Results"])
-    return digest, total, counts.generation(license.pk)
+    return digest, total, keys.generation(license.pk)
 
 
 def _digest_of(owner, monkeypatch, license) -> str:
     """The digest under which the search of the open tickets (no parameters) keeps its total."""
     seen = []
-    real = counts._count
+    real = reading._count
     with monkeypatch.context() as spying:
         spying.setattr(
-            counts, "_count", lambda lid, digest, *rest: seen.append(digest) or real(lid, digest, *rest)
+            reading, "_count", lambda lid, digest, *rest: seen.append(digest) or real(lid, digest, *rest)
         )
         cache.clear()
         owner.client.get("/v1/tickets")
@@ -401,26 +402,26 @@ def test_the_registry_admits_a_set_on_its_second_expensive_count_and_evicts_idle
     cache.clear()
 
     def registered():
-        return set(cache.get(counts._registry_key(7)) or {})
+        return set(cache.get(keys.registry_key(7)) or {})
 
     # a set counted once, cheaply, is not carried; its second count registers it
-    counts._register(7, "rare", "SELECT 1", (), 6.0)
+    registry.register(7, "rare", "SELECT 1", (), 6.0)
     assert registered() == set()
-    counts._register(7, "rare", "SELECT 1", (), 6.0)
+    registry.register(7, "rare", "SELECT 1", (), 6.0)
     assert registered() == {"rare"}
     # a count that took 20x the threshold registers at once
-    counts._register(7, "slow", "SELECT 1", (), 500.0)
-    counts._register(7, "common", "SELECT 1", (), 120.0)
+    registry.register(7, "slow", "SELECT 1", (), 500.0)
+    registry.register(7, "common", "SELECT 1", (), 120.0)
     assert registered() == {"rare", "slow", "common"}
     # over the limit: the cheapest of the sets in use goes
-    counts._register(7, "inbox", "SELECT 1", (), 150.0)
+    registry.register(7, "inbox", "SELECT 1", (), 150.0)
     assert registered() == {"slow", "common", "inbox"}
     # a set idle for longer than IDLE_SECONDS goes before a cheaper one in use
-    sets = cache.get(counts._registry_key(7))
+    sets = cache.get(keys.registry_key(7))
     sql, params, took, _ = sets["slow"]
-    sets["slow"] = (sql, params, took, time.time() - counts.IDLE_SECONDS - 1)
-    cache.set(counts._registry_key(7), sets)
-    counts._register(7, "report", "SELECT 1", (), 110.0)
+    sets["slow"] = (sql, params, took, time.time() - registry.IDLE_SECONDS - 1)
+    cache.set(keys.registry_key(7), sets)
+    registry.register(7, "report", "SELECT 1", (), 110.0)
     assert registered() == {"common", "inbox", "report"}
 
 
@@ -428,21 +429,21 @@ def test_a_reader_waits_briefly_for_the_step_of_a_write_that_has_just_committed(
     # given the open tickets counted at G (a slow count), and a write to G' whose step is not stored yet
     license = world["license"]
     digest, total, counted_at = _counted(owner, monkeypatch, license)
-    registry = cache.get(counts._registry_key(license.pk))
-    sql, params, _, used = registry[digest]
-    registry[digest] = (sql, params, 500.0, used)
-    cache.set(counts._registry_key(license.pk), registry)
+    sets = cache.get(keys.registry_key(license.pk))
+    sql, params, _, used = sets[digest]
+    sets[digest] = (sql, params, 500.0, used)
+    cache.set(keys.registry_key(license.pk), sets)
     ticket = _first(license, silo="tickets", status="open")
     with monkeypatch.context() as unstored:
-        unstored.setattr(counts, "_carry", lambda *args: None)
+        unstored.setattr(writing, "_carry", lambda *args: None)
         _ok(owner.client.patch(f"/v1/tickets/{ticket.pk}", {"status": "pending"}, format="json"))
-    pauses, current = [], counts.generation(license.pk)
+    pauses, current = [], keys.generation(license.pk)
 
     def the_step_arrives(seconds):
         pauses.append(seconds)
-        cache.set(counts._step_key(license.pk, counted_at, digest), (current, -1))
+        cache.set(keys.step_key(license.pk, counted_at, digest), (current, -1))
 
-    monkeypatch.setattr(counts.time, "sleep", the_step_arrives)
+    monkeypatch.setattr(reading.time, "sleep", the_step_arrives)
     # when
     with CaptureQueriesContext(connection) as queries:
         served = owner.client.get("/v1/tickets")["X-Total-Results"]
@@ -455,18 +456,141 @@ def test_a_reader_waits_briefly_for_the_step_of_a_write_that_has_just_committed(
 def test_a_served_total_marks_its_set_used_at_most_once_a_minute(settings, monkeypatch):
     settings.TICKET_COUNT_CARRY_MIN_MS = 5
     cache.clear()
-    counts._marked.clear()
+    registry.marked.clear()
     clock = [1000.0]
-    monkeypatch.setattr(counts.time, "monotonic", lambda: clock[0])
-    counts._register(7, "inbox", "SELECT 1", (), 150.0)
+    monkeypatch.setattr(registry.time, "monotonic", lambda: clock[0])
+    registry.register(7, "inbox", "SELECT 1", (), 150.0)
 
     def last_used():
-        return cache.get(counts._registry_key(7))["inbox"][3]
+        return cache.get(keys.registry_key(7))["inbox"][3]
 
     registered_at = last_used()
     clock[0] += 59
-    counts._keep_registered(7, "inbox")
+    registry.keep_registered(7, "inbox")
     assert last_used() == registered_at  # within the minute: no cache round trip
     clock[0] += 2
-    counts._keep_registered(7, "inbox")
+    registry.keep_registered(7, "inbox")
     assert last_used() > registered_at
+
+
+# --- carrying off (TICKET_COUNT_CARRY_SETS=0) --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "write",
+    ["create", "solve", "reply", "teams", "delete", "merge", "mail_in", "tag_deletion", "outside_services"],
+)
+def test_with_carrying_off_every_write_leaves_the_totals_exact(owner, world, settings, write):
+    # given carrying off: no filter set is ever registered, every write drops its license's totals
+    settings.TICKET_COUNT_CARRY_SETS = 0
+    license = world["license"]
+    ticket = _first(license, tags=world["tag"], status="open")
+    parent = (
+        Ticket.objects.filter(license=license, silo="tickets").exclude(pk=ticket.pk).order_by("number")[0]
+    )
+    writes = {
+        "create": lambda: _ok(
+            owner.client.post(
+                "/v1/tickets",
+                {"subject": "refund", "requester": {"email": "c@example.com"}, "message": {"text": "refund"}},
+                format="json",
+            )
+        ),
+        "solve": lambda: _ok(
+            owner.client.patch(f"/v1/tickets/{ticket.pk}", {"status": "solved", "force": True}, format="json")
+        ),
+        "reply": lambda: _ok(
+            owner.client.patch(f"/v1/tickets/{ticket.pk}", {"message": {"text": "refund"}}, format="json")
+        ),
+        "teams": lambda: _ok(owner.client.patch(f"/v1/tickets/{ticket.pk}", {"teamIDs": []}, format="json")),
+        "delete": lambda: _ok(owner.client.delete(f"/v1/tickets/{ticket.pk}")),
+        "merge": lambda: _ok(
+            owner.client.post(
+                f"/v1/tickets/{parent.pk}/childTickets",
+                {"childTicketID": str(ticket.pk)},
+                format="json",
+            )
+        ),
+        "mail_in": lambda: inbound_message_receive(
+            raw=simple(subject="A refund", body="refund please"), recipients=[license_address(license.pk)]
+        ),
+        "tag_deletion": lambda: _ok(owner.client.delete(f"/v1/tags/{world['tag'].pk}")),
+        "outside_services": lambda: Ticket.objects.get(pk=ticket.pk).save(),
+    }
+    # when / then
+    _assert_exact_after(owner, world, writes[write])
+    assert cache.get(keys.registry_key(license.pk)) in (None, {})  # nothing was carried
+
+
+def test_with_carrying_off_a_search_after_a_write_counts_again(owner, world, settings):
+    # given carrying off, and every total counted
+    settings.TICKET_COUNT_CARRY_SETS = 0
+    filters = _filters(world)
+    before = _totals(owner.client, filters)
+    with CaptureQueriesContext(connection) as queries:
+        assert _totals(owner.client, filters) == before
+    assert not any("COUNT(" in q["sql"].upper() for q in queries.captured_queries)  # cached until a write
+    ticket = _first(world["license"], tags=world["tag"], status="open")
+    # when a ticket is solved
+    _ok(owner.client.patch(f"/v1/tickets/{ticket.pk}", {"status": "solved", "force": True}, format="json"))
+    # then the next search counts, and its total moved by the ticket
+    with CaptureQueriesContext(connection) as queries:
+        after = owner.client.get("/v1/tickets", {"status": "solved"})["X-Total-Results"]
+    assert any("COUNT(" in q["sql"].upper() for q in queries.captured_queries)
+    assert int(after) == int(before[filters.index({"status": "solved"})]) + 1
+
+
+# --- the package's two entry points -------------------------------------------------------------------------
+
+ENTRY_POINTS = {"changing", "exact_count"}
+
+
+def _imports_of_totals(path):
+    """(module, names) of every import of tickets.totals in `path`, and the attributes read off `totals`."""
+    import ast
+
+    tree = ast.parse(path.read_text())
+    found, attributes = [], set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names = {alias.name for alias in node.names}
+            if node.module == "tickets" and "totals" in names:
+                found.append(("tickets", {"totals"}))
+            elif node.module.startswith("tickets.totals"):
+                found.append((node.module, names))
+        elif isinstance(node, ast.Import):
+            found += [(a.name, set()) for a in node.names if a.name.startswith("tickets.totals")]
+        elif (
+            isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "totals"
+        ):
+            attributes.add(node.attr)
+    return found, attributes
+
+
+def test_outside_the_package_only_the_two_entry_points_are_used():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    sources = [
+        path
+        for path in root.rglob("*.py")
+        if not {".venv", "tests", "migrations"} & set(path.relative_to(root).parts)
+        and not path.is_relative_to(root / "tickets" / "totals")
+    ]
+    used = {}
+    for path in sources:
+        name = path.relative_to(root).as_posix()
+        found, attributes = _imports_of_totals(path)
+        for module, names in found:
+            if module == "tickets" or (module == "tickets.totals" and names <= ENTRY_POINTS):
+                continue
+            if (name, module, names) == ("tickets/apps.py", "tickets.totals", {"wiring"}):
+                continue  # the package's wiring, connected at ready()
+            used[name] = (module, names)
+        if found and attributes - ENTRY_POINTS:
+            used[name] = attributes - ENTRY_POINTS
+    assert used == {}
+    # the shared machinery and the authentication name neither the tickets app nor its totals
+    for shared in ("helpdesk/transactions.py", "accounts/api/authentication.py"):
+        text = (root / shared).read_text()
+        assert "tickets" not in text and "search_generation" not in text, shared

@@ -80,12 +80,12 @@ def test_the_search_totals_lock_last_after_the_audit_whatever_registered_first(l
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from tickets import counts
+    from tickets import totals
     from tickets.models import SearchGeneration
 
     generation_table = SearchGeneration._meta.db_table
     with CaptureQueriesContext(connection) as queries, unit_of_work():
-        counts.drop(license.pk)
+        totals.changing(license.pk)
         TeamFactory(license=license, name="Audited")
     # then the generation is raised after the audit's chain head is written
     statements = [query["sql"] for query in queries.captured_queries]

@@ -11,12 +11,14 @@ class TicketsConfig(AppConfig):
         from audit.capture import changes_recorded
         from tickets.autoassign import on_agent_leaving
         from tickets.signals import events_recorded
+        from tickets.totals import wiring
         from tickets.webhooks import outbox
 
         events_recorded.connect(outbox.on_events_recorded, dispatch_uid="tickets.webhooks.events")
         changes_recorded.connect(outbox.on_changes_recorded, dispatch_uid="tickets.webhooks.changes")
         agent_leaving.connect(on_agent_leaving, dispatch_uid="tickets.autoassign.agent_leaving")
-        _connect_totals()
+        wiring.connect()  # the totals see every change of tickets (before the lock below)
+        _lock_before_cascades()
         _register_parts()
 
 
@@ -41,29 +43,16 @@ def _register_parts():
     register_parameters(parameter_schemas)
 
 
-def _connect_totals():
-    """Every change of tickets, and every deletion whose cascade changes tickets, reaches tickets.counts."""
-    from django.db.models.signals import m2m_changed, post_save, pre_delete
+def _lock_before_cascades():
+    """A team's, an agent's or a tag's deletion locks the tickets its cascade reaches first (tickets.locks)."""
+    from django.db.models.signals import pre_delete
 
     from accounts.models import Agent, Team
-    from tickets import counts, locks
-    from tickets.models import Tag, Ticket
-
-    def ticket_saved(sender, instance, **kwargs):
-        counts.touched(instance.license_id, instance.pk)
-
-    def links_changed(sender, instance, action, reverse, **kwargs):
-        if action.startswith("post_"):
-            counts.touched(instance.license_id, None if reverse else instance.pk)
+    from tickets import locks
+    from tickets.models import Tag
 
     def cascade_coming(sender, instance, **kwargs):
-        counts.touched(instance.license_id)
         locks.lock_reached_tickets(instance)
 
-    post_save.connect(ticket_saved, sender=Ticket, weak=False, dispatch_uid="tickets.counts.ticket")
-    for through in (Ticket.teams.through, Ticket.tags.through, Ticket.followers.through):
-        m2m_changed.connect(
-            links_changed, sender=through, weak=False, dispatch_uid=f"tickets.counts.{through}"
-        )
     for model in (Agent, Team, Tag):
-        pre_delete.connect(cascade_coming, sender=model, weak=False, dispatch_uid=f"tickets.counts.{model}")
+        pre_delete.connect(cascade_coming, sender=model, weak=False, dispatch_uid=f"tickets.locks.{model}")

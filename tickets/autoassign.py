@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from accounts.models import STATUS_ACTIVE, Agent, AutoassignmentMembership, Team
 from helpdesk.transactions import unit_of_work
-from tickets import counts, locks
+from tickets import locks, totals
 from tickets.events import SYSTEM_NAME, Author, History, assignment_side
 from tickets.models import Ticket
 from tickets.signals import ticket_assigned
@@ -129,7 +129,7 @@ def tickets_release(*, agent: Agent, team_ids=None) -> int:
         .select_related("license", "assignment_team")
         .order_by("pk")
     )
-    counts.changing(agent.license_id, [ticket.pk for ticket in locked])
+    totals.changing(agent.license_id, [ticket.pk for ticket in locked])
     for ticket in locked:
         history = History(ticket)
         before = assignment_side(ticket.assignment_team, agent)

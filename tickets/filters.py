@@ -16,7 +16,6 @@ import uuid
 import django_filters
 from django import forms
 from django.db.models import BooleanField, Expression, Q
-from django.http import QueryDict
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 
@@ -221,6 +220,39 @@ class Linked(Expression):
         return sql + ")", params
 
 
+class SharedFilters(dict):
+    """A FilterSet's `base_filters` whose deep copy is a dict of shallow copies sharing their form fields.
+
+    django-filter's `BaseFilterSet.__init__` deep-copies `base_filters` per request, and so every filter's form
+    field, then sets each copy's `model` and `parent`. These filters keep no per-request state but those two,
+    and their form fields, built once from the class alone (no request-dependent queryset, as a
+    ModelChoiceFilter would have), none while cleaning, so shallow copies will do; a copy's `method` is set
+    again so that its FilterMethod resolves the method on the copy's own parent. Measured (session 6,
+    bench/README.md): django-filter's own copies and form class cost 1.7 ms more CPU per search, about a third
+    of the request; the shared form fields alone 0.7-0.8 ms. What this relies on of django-filter (the deep
+    copy in the constructor, `Filter.field` cached once built, `Filter.method` binding a FilterMethod to the
+    filter it is set on) is pinned by tests/test_filter_internals.py.
+    """
+
+    def __deepcopy__(self, memo):
+        copies = {}
+        for name, shared in self.items():
+            filter_ = copy.copy(shared)
+            if filter_.method is not None:
+                filter_.method = filter_.method  # a FilterMethod bound to this copy
+            copies[name] = filter_
+        return copies
+
+
+def _share_filters(filterset_class) -> None:
+    """On first use: the class's form fields built, once, and its `base_filters` made SharedFilters."""
+    if isinstance(filterset_class.__dict__.get("base_filters"), SharedFilters):
+        return
+    for filter_ in filterset_class.base_filters.values():
+        filter_.field  # noqa: B018 - builds and caches the form field
+    filterset_class.base_filters = SharedFilters(filterset_class.base_filters)
+
+
 class TicketFilterSet(StrictFilterSet):
     prefix_params = ("customFields",)  # customFields.<apiKey>=<value>
     bracket_synonyms = frozenset({"customFields", "assignment"})  # customFields[<apiKey>], assignment[teamID]
@@ -291,36 +323,9 @@ class TicketFilterSet(StrictFilterSet):
     }
 
     def __init__(self, data=None, queryset=None, *, request=None, prefix=None, license=None):
-        # django-filter deep-copies every filter, and so every form field, per request, and builds a form
-        # class. The filters keep no per-request state but `model` and `parent`, so shallow copies sharing
-        # form fields built once will do; the form class is built once too, and its instances share its fields
-        # (helpdesk.api.forms). Measured (session 6, bench/README.md): django-filter's own __init__ and form
-        # class cost 1.7 ms more CPU per search, about a third of the request; the shared form fields alone
-        # 0.7-0.8 ms. Safe only because every filter here builds its field from the class alone (no
-        # request-dependent queryset, as a ModelChoiceFilter would have).
-        if queryset is None:
-            queryset = self._meta.model._default_manager.all()
-        self.is_bound = data is not None
-        self.data = data or QueryDict()
-        self.queryset = queryset
-        self.request = request
         self.license = license  # whose search (the full-text languages)
-        self.form_prefix = prefix
-        self.filters = {}
-        for name, shared in self._prepared_filters().items():
-            filter_ = copy.copy(shared)
-            filter_.model, filter_.parent = queryset.model, self
-            if filter_.method is not None:
-                filter_.method = filter_.method  # rebinds its FilterMethod to this copy
-            self.filters[name] = filter_
-
-    @classmethod
-    def _prepared_filters(cls):
-        if not cls.__dict__.get("_prepared"):
-            for filter_ in cls.base_filters.values():
-                filter_.field  # noqa: B018 - builds and caches the form field
-            cls._prepared = True
-        return cls.base_filters
+        _share_filters(type(self))
+        super().__init__(data, queryset, request=request, prefix=prefix)
 
     def get_form_class(self):
         cls = type(self)

@@ -51,7 +51,7 @@ class TicketSequence(LicenseOwned):
 
 
 class SearchGeneration(models.Model):
-    """A license's ticket search generation, the key of its cached search totals (tickets/counts.py): raised at
+    """A license's ticket search generation, the key of its cached search totals (tickets/totals/): raised at
     the end of every transaction that changes the license's tickets. A row of its own, locked only by those
     raises and always last, after any ticket row: a path that locks the license row and then tickets (a team's
     or an agent's deletion, whose cascades update tickets) waits for a ticket write instead of deadlocking with

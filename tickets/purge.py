@@ -53,7 +53,7 @@ from django_redis.cache import RedisCache
 
 from accounts.models import Attachment, AttachmentTransaction
 from helpdesk.transactions import unit_of_work
-from tickets import counts
+from tickets import totals
 from tickets.models import Message, Ticket, TicketEvent
 from tickets.models_purge import (
     RUN_FAILED,
@@ -280,10 +280,10 @@ def purge_batch(run: PurgeRun, cutoff: dict[str, datetime], ids: list) -> int:
         )
         if deleted != len(locked):
             raise BatchChanged(f"{len(locked)} tickets locked but {deleted} deleted")
-        # Their totals are counted again; the unit of work raises the licenses' generations (tickets.counts)
+        # Their totals are counted again; the unit of work raises the licenses' generations (tickets.totals)
         # in one order at its end, so that two overlapping purges cannot deadlock.
         for license_id in by_license:
-            counts.drop(license_id)
+            totals.changing(license_id)
         if files:
             PurgedFile.objects.bulk_create([PurgedFile(name=name) for name in files])
             transaction.on_commit(lambda: _count_files(run, delete_files(files)))

@@ -8,7 +8,7 @@
    any (a 400 naming the parameter otherwise);
 3. the page: one statement that returns the finished documents (tickets.output), with their events when
    `eventsScope=all` (one more query);
-4. the total: `tickets.counts.cached_count` of the filtered tickets (or, for a team inbox, of the team's links,
+4. the total: `tickets.totals.exact_count` of the filtered tickets (or, for a team inbox, of the team's links,
    `TicketFilterSet.count_queryset`), from the cache unless a write to the license made it stale.
 """
 
@@ -24,7 +24,7 @@ from rest_framework.exceptions import ValidationError
 
 from accounts.models import License
 from helpdesk.api.pagination import PAGINATION_PARAMS, KeysetPagination
-from tickets import counts
+from tickets import totals
 from tickets.filters import TicketFilterSet
 from tickets.models import Ticket
 from tickets.output import ticket_page
@@ -62,7 +62,7 @@ def ticket_search(license: License, params: QueryDict) -> TicketSearch:
         tickets,
         fetch=lambda page: ticket_page(page, paginator.sort_field, events=with_events, license_id=license.pk),
     )
-    total = counts.cached_count(filterset.count_queryset(tickets), license)
+    total = totals.exact_count(filterset.count_queryset(tickets), license)
     return TicketSearch([item["doc"] for item in items], total, paginator)
 
 

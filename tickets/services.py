@@ -26,7 +26,7 @@ from helpdesk.context import current_actor
 from helpdesk.errors import Conflict, TooLarge, field_error
 from helpdesk.timestamps import iso
 from helpdesk.transactions import unit_of_work
-from tickets import autoassign, counts, search
+from tickets import autoassign, search, totals
 from tickets.events import History, acting_agent, acting_author, assignment_side
 from tickets.models import RATINGS, READ_ONLY_SILOS, Message, Tag, Ticket, TicketTeam
 from tickets.signals import message_created, rating_requested, ticket_assigned
@@ -219,7 +219,7 @@ def ticket_create(
         custom_fields=custom_fields or {},
         people_in_the_loop=_unique_people(people_in_the_loop),
     )
-    counts.created(license.pk, ticket.pk)
+    totals.changing(license.pk, [ticket.pk], new=True)
     _apply_assignment(ticket, assignment)
     stamp_create(ticket)
     ticket.status_changed_at = ticket.last_message_at = ticket.created_at
@@ -309,31 +309,64 @@ def ticket_update(
     """PATCH: fields, relations, silo moves and an optional reply. Read-only silos allow only `silo`.
 
     `force`: solve even when a team's `tagReminder` asks for a tag first."""
-    unknown = set(fields) - set(_UPDATABLE)
-    if unknown:
-        raise TypeError(f"unknown ticket fields {sorted(unknown)}")
-    ticket = (
-        Ticket.objects.select_for_update(no_key=True, of=("self",))
-        .select_related("license")
-        .get(pk=ticket.pk)
-    )
-    license = ticket.license
-    counts.changing(license.pk, [ticket.pk])
-    changes_other_than_silo = any(key != "silo" for key in fields) or any(
-        value is not None for value in (teams, assignment, tags, followers, message, transaction_id)
-    )
-    if ticket.silo in READ_ONLY_SILOS and changes_other_than_silo:
-        raise Conflict(
-            f"Tickets in '{ticket.silo}' are read-only; move the ticket back (silo) first.",
-            code="read_only_silo",
-        )
+    _check_updatable(fields)
+    ticket = _lock_ticket(ticket)
+    totals.changing(ticket.license_id, [ticket.pk])
+    relations = {"teams": teams, "tags": tags, "followers": followers}
+    _check_writable(ticket, fields, [*relations.values(), assignment, message, transaction_id])
     solving = fields.get("status") == "solved" and ticket.status != "solved"
     if solving and not force:
         _check_tag_reminder(ticket, teams=teams, tags=tags, assignment=assignment)
     history = History(ticket)
-    now = history.now
-    state_before = (ticket.silo, ticket.status)
     before = {name: getattr(ticket, name) for name in ("status", "priority", "silo")}
+    request_rating = _apply_fields(ticket, fields, now=history.now, solving=solving)
+    if assignment is not None:
+        before["assignment"] = _reassign(ticket, assignment)
+    added = _add_reply(
+        ticket, message, transaction_id, author_type=author_type, author_agent=author_agent, history=history
+    )
+    _save_update(ticket, moved=(ticket.silo, ticket.status) != (before["silo"], before["status"]))
+    relations["teams"] = _teams_kept_visible(ticket, teams)
+    relations_before = _relation_ids(ticket, [name for name, value in relations.items() if value is not None])
+    _set_relations(ticket, **relations)
+    if message is not None or "subject" in fields:
+        _refresh_text(ticket)
+    history.record_update(author_agent, before, relations_before, relations)
+    ticket.last_added_message = added
+    _announce_update(
+        ticket, added=added, before=before, author_agent=author_agent, request_rating=request_rating
+    )
+    return ticket
+
+
+def _check_updatable(fields: dict) -> None:
+    unknown = set(fields) - set(_UPDATABLE)
+    if unknown:
+        raise TypeError(f"unknown ticket fields {sorted(unknown)}")
+
+
+def _lock_ticket(ticket: Ticket) -> Ticket:
+    """The ticket's row, locked (not its license's), with its license."""
+    return (
+        Ticket.objects.select_for_update(no_key=True, of=("self",))
+        .select_related("license")
+        .get(pk=ticket.pk)
+    )
+
+
+def _check_writable(ticket: Ticket, fields: dict, others: list) -> None:
+    """A ticket in a read-only silo changes only by moving back (`silo` alone)."""
+    if ticket.silo not in READ_ONLY_SILOS:
+        return
+    if any(key != "silo" for key in fields) or any(value is not None for value in others):
+        raise Conflict(
+            f"Tickets in '{ticket.silo}' are read-only; move the ticket back (silo) first.",
+            code="read_only_silo",
+        )
+
+
+def _apply_fields(ticket: Ticket, fields: dict, *, now, solving: bool) -> bool:
+    """Set the fields (and when the status changed); True when this solve asks the customer for a rating."""
     if "status" in fields and fields["status"] != ticket.status:
         ticket.status_changed_at = now
     # One rating request per ticket, however often it is solved again (the flag commits with the status).
@@ -342,36 +375,48 @@ def ticket_update(
         ticket.rating_requeest_sent = True
     for key, value in fields.items():
         setattr(ticket, key, value)
-    if assignment is not None:
-        same_license(license, [assignment.get("team"), assignment.get("agent")], "assignment")
-        before["assignment"] = assignment_side(ticket.assignment_team, ticket.assignment_agent)
-        _apply_assignment(ticket, assignment)
-    txn = _bind_transaction(license, transaction_id, ticket)
-    added = None
-    if message is not None:
-        added = _add_message(
-            ticket,
-            data=message,
-            author_type=author_type,
-            author_agent=author_agent,
-            txn=txn,
-            history=history,
-        )
+    return request_rating
+
+
+def _reassign(ticket: Ticket, assignment: dict) -> dict:
+    """Apply the new assignment (the license's team and agent only); returns the assignment before it."""
+    same_license(ticket.license, [assignment.get("team"), assignment.get("agent")], "assignment")
+    before = assignment_side(ticket.assignment_team, ticket.assignment_agent)
+    _apply_assignment(ticket, assignment)
+    return before
+
+
+def _add_reply(
+    ticket: Ticket, message, transaction_id, *, author_type, author_agent, history
+) -> Message | None:
+    """Bind the attachment transaction to the ticket, and add the message, if any."""
+    txn = _bind_transaction(ticket.license, transaction_id, ticket)
+    if message is None:
+        return None
+    return _add_message(
+        ticket, data=message, author_type=author_type, author_agent=author_agent, txn=txn, history=history
+    )
+
+
+def _save_update(ticket: Ticket, *, moved: bool) -> None:
+    """Save the ticket's row; `moved` (its silo or status changed): its team links follow."""
     stamp_update(ticket)
     ticket.save(update_fields=_SAVED_ON_UPDATE)
-    if (ticket.silo, ticket.status) != state_before:
+    if moved:
         sync_team_links(ticket)
-    if teams is not None and not teams and license.default_team_id:
-        teams = [license.default_team]  # every ticket stays visible to at least one team
+
+
+def _teams_kept_visible(ticket: Ticket, teams):
+    """The teams to set: never none (the license's default team), and always the assigned team."""
+    if teams is not None and not teams and ticket.license.default_team_id:
+        teams = [ticket.license.default_team]  # every ticket stays visible to at least one team
     if ticket.assignment_team is not None and teams is not None and ticket.assignment_team not in teams:
         teams = [*teams, ticket.assignment_team]
-    given = {"teams": teams, "tags": tags, "followers": followers}
-    relations_before = _relation_ids(ticket, [name for name, value in given.items() if value is not None])
-    _set_relations(ticket, teams=teams, tags=tags, followers=followers)
-    if message is not None or "subject" in fields:
-        _refresh_text(ticket)
-    history.record_update(author_agent, before, relations_before, given)
-    ticket.last_added_message = added
+    return teams
+
+
+def _announce_update(ticket: Ticket, *, added, before: dict, author_agent, request_rating: bool) -> None:
+    """The signals of an update: the new message, a new assignee, a rating to ask for."""
     if added is not None:
         message_created.send(sender=Message, message=added, ticket=ticket, created_ticket=False)
     if "assignment" in before and _newly_assigned(
@@ -382,11 +427,10 @@ def ticket_update(
             ticket=ticket,
             team=ticket.assignment_team,
             agent=ticket.assignment_agent,
-            by_agent=author_agent or acting_agent(license.pk),
+            by_agent=author_agent or acting_agent(ticket.license_id),
         )
     if request_rating:
         rating_requested.send(sender=Ticket, ticket=ticket)
-    return ticket
 
 
 @unit_of_work
@@ -394,7 +438,7 @@ def ticket_delete(*, ticket: Ticket) -> Ticket:
     """DELETE moves the ticket to the trash (purged 30 days after its last update)."""
     ticket = Ticket.objects.select_for_update(no_key=True).get(pk=ticket.pk)
     if ticket.silo != "trash":
-        counts.changing(ticket.license_id, [ticket.pk])
+        totals.changing(ticket.license_id, [ticket.pk])
         history = History(ticket)
         history.change("silo", acting_author(ticket), ticket.silo, "trash")
         ticket.silo = "trash"
@@ -440,7 +484,7 @@ def ticket_merge(*, ticket: Ticket, child: Ticket) -> Ticket:
             f"A ticket may have at most {limit} child tickets (maxChildTicketsPerTicket).",
             code="max_child_tickets",
         )
-    counts.changing(license.pk, [ticket.pk, child.pk])
+    totals.changing(license.pk, [ticket.pk, child.pk])
     child.parent = ticket
     stamp_update(child)
     Ticket.objects.filter(pk=child.pk).update(
@@ -462,7 +506,7 @@ def ticket_rate(*, ticket: Ticket, score: str, comment: str = "") -> Ticket:
     ticket = Ticket.objects.select_for_update(no_key=True).get(pk=ticket.pk)
     if ticket.is_read_only:
         raise Conflict(f"Tickets in '{ticket.silo}' are read-only.", code="read_only_silo")
-    counts.changing(ticket.license_id, [ticket.pk])
+    totals.changing(ticket.license_id, [ticket.pk])
     history = History(ticket)
     ticket.rating_score, ticket.rating_comment, ticket.rated_at = score, comment or "", history.now
     stamp_update(ticket)
@@ -530,7 +574,7 @@ def tag_update(*, tag: Tag, name: str | None = None) -> Tag:
 
 @unit_of_work
 def tag_delete(*, tag: Tag) -> None:
-    tag.delete()  # its tickets' totals follow (tickets.apps: a tag's deletion reaches tickets.counts)
+    tag.delete()  # its tickets' totals follow (tickets.totals sees a tag's deletion)
 
 
 # --- attachment transactions ---------------------------------------------------------------------------

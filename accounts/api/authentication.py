@@ -258,7 +258,7 @@ class OAuthBearerAuthentication(authentication.BaseAuthentication):
         if license_app is None or not access_token.user.is_active:
             return None
         agent = (
-            Agent.objects.select_related("license__search_generation")
+            Agent.objects.select_related("license", *(f"license__{name}" for name in _license_rows))
             .filter(account=access_token.user, license=license_app.license, status=STATUS_ACTIVE)
             .first()
         )
@@ -266,6 +266,20 @@ class OAuthBearerAuthentication(authentication.BaseAuthentication):
             return None
         agent.account = access_token.user
         return access_token, agent
+
+
+# --- rows loaded with the caller's license --------------------------------------------------------------
+# An app that reads a row of its own per license on every request names it here at ready() (the caller's
+# query then joins it, so that it costs no statement of its own); this module knows no app's rows.
+_license_rows: list[str] = []
+
+
+def load_with_license(name: str) -> None:
+    """Load the license's one-to-one row `name` (a reverse OneToOneField of License) with every caller's license,
+    cached on it as `select_related` would (None when the license has no such row)."""
+    if name not in _license_rows:
+        _license_rows.append(name)
+        _caller_query.cache_clear()
 
 
 # --- the caller's query ----------------------------------------------------------------------------------
@@ -299,9 +313,13 @@ def _caller_query(vendor: str):
         return [f'{alias}."{field.column}"' for field in model._meta.concrete_fields]
 
     pat_fields = [PersonalAccessToken._meta.get_field(name) for name in ("id", "scopes", "last_used_at")]
-    generation = License._meta.get_field("search_generation")  # the tickets app's row (tickets/counts.py)
+    rows = [License._meta.get_field(name) for name in _license_rows]  # load_with_license
     select = columns("a", Agent) + columns("l", License) + columns("c", Account)
-    select += [f'p."{field.column}"' for field in pat_fields] + ['g."value"']
+    joins = []
+    for i, row in enumerate(rows):
+        select += columns(f"r{i}", row.related_model)
+        joins.append(f'LEFT JOIN {row.related_model._meta.db_table} r{i} ON r{i}."{row.field.column}" = l.id')
+    select += [f'p."{field.column}"' for field in pat_fields]
     sql = f"""
         SELECT {", ".join(select)}
         FROM {PersonalAccessToken._meta.db_table} p
@@ -309,7 +327,7 @@ def _caller_query(vendor: str):
         LEFT JOIN {Agent._meta.db_table} a ON a.account_id = p.account_id AND a.status = %(active)s
           AND (%(license)s::bigint IS NULL OR a.license_id = %(license)s::bigint)
         LEFT JOIN {License._meta.db_table} l ON l.id = a.license_id
-        LEFT JOIN {generation.related_model._meta.db_table} g ON g.license_id = l.id
+        {" ".join(joins)}
         WHERE p.token_hash = %(hash)s AND p.revoked_at IS NULL AND p.account_id = %(account)s
         ORDER BY a.created_at, a.id
         LIMIT 1"""
@@ -319,9 +337,9 @@ def _caller_query(vendor: str):
         (model, [field.attname for field in model._meta.concrete_fields], [
             _converters(field) for field in model._meta.concrete_fields
         ])
-        for model in (Agent, License, Account)
+        for model in (Agent, License, Account, *(row.related_model for row in rows))
     ]  # fmt: skip
-    return sql, loaders, [_converters(field) for field in pat_fields], generation
+    return sql, loaders, [_converters(field) for field in pat_fields], rows
 
 
 def _load(model, attnames, converters, values):
@@ -333,7 +351,7 @@ def _caller(token_hash: str, account_id: uuid.UUID, wanted_license: int | None):
     """(token, agent with its license and account, or None) for an unrevoked token of `account_id`."""
     from accounts.models import STATUS_ACTIVE, Account, PersonalAccessToken
 
-    sql, loaders, pat_converters, generation = _caller_query(connection.vendor)
+    sql, loaders, pat_converters, license_rows = _caller_query(connection.vendor)
     params = {
         "hash": token_hash,
         "account": Account._meta.pk.get_db_prep_value(account_id, connection),
@@ -348,20 +366,19 @@ def _caller(token_hash: str, account_id: uuid.UUID, wanted_license: int | None):
     instances, start = [], 0
     for model, attnames, converters in loaders:
         values = row[start : start + len(attnames)]
-        # No membership: the agent's and the license's columns are all NULL (LEFT JOIN).
-        missing = model is not Account and values[attnames.index("id")] is None
+        # No membership (or no such row of the license): its columns are all NULL (LEFT JOIN).
+        missing = model is not Account and values[attnames.index(model._meta.pk.attname)] is None
         instances.append(None if missing else _load(model, attnames, converters, values))
         start += len(attnames)
-    agent, license, account = instances
+    agent, license, account, *loaded = instances
     if agent is not None:
         agent.license, agent.account = license, account
-        # what select_related("license__search_generation") would have cached: the row, or None for no row
-        value = row[-1]
-        generation.set_cached_value(
-            license, None if value is None else generation.related_model(license=license, value=value)
-        )
+        for field, instance in zip(license_rows, loaded, strict=True):
+            field.set_cached_value(license, instance)  # as select_related caches it: the row, or None
+            if instance is not None:
+                field.field.set_cached_value(instance, license)
     pat_id, scopes, last_used_at = (
-        _convert(converters, value) for converters, value in zip(pat_converters, row[start:-1], strict=True)
+        _convert(converters, value) for converters, value in zip(pat_converters, row[start:], strict=True)
     )
     pat = PersonalAccessToken(
         id=pat_id, account=account, token_hash=token_hash, scopes=scopes, last_used_at=last_used_at

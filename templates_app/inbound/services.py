@@ -28,6 +28,7 @@ from django.db import IntegrityError
 from accounts.models import Attachment, License, Team
 from helpdesk.context import EMAIL_MESSAGE, Actor, acting_as
 from helpdesk.transactions import unit_of_work
+from templates_app import ticket_mail
 from templates_app.addresses import parse_inbound_address
 from templates_app.inbound import parse
 from templates_app.inbound.selectors import (
@@ -87,7 +88,7 @@ def _requester(mail: parse.ParsedMail) -> parse.Address | None:
     return mail.sender
 
 
-def _no_auto_reply_reason(mail: parse.ParsedMail, envelope_sender: str | None) -> str:
+def _no_auto_reply_reason(mail: parse.ParsedMail, envelope_sender: str | None, *, blocked: bool) -> str:
     """Why an acknowledgement must not be sent (the contract's list), or "" when it may."""
     if mail.auto_submitted and mail.auto_submitted != "no":
         return f"no auto-reply: Auto-Submitted: {mail.auto_submitted}"
@@ -97,6 +98,8 @@ def _no_auto_reply_reason(mail: parse.ParsedMail, envelope_sender: str | None) -
         return "no auto-reply: null return path (an automatic message)"
     if mail.spam_flag:
         return "no auto-reply: spam"
+    if blocked:
+        return "no auto-reply: blocked sender"
     return ""
 
 
@@ -227,7 +230,8 @@ def _handle(inbound: InboundMessage, target: Target, mail: parse.ParsedMail, env
     if requester is None:
         inbound.kind, inbound.note = InboundMessage.KIND_LOOP, "no sender address: dropped"
         return
-    spam = mail.spam_flag or is_blocked(license, sender, requester.email)
+    blocked = is_blocked(license, sender, requester.email)
+    spam = mail.spam_flag or blocked
     # from here on the sender is the person we would answer: a contact form's robot From must not make all
     # its customers one sender (storm limit) nor keep them off their own tickets
     inbound.sender = sender = requester.email[:254]
@@ -246,15 +250,23 @@ def _handle(inbound: InboundMessage, target: Target, mail: parse.ParsedMail, env
     else:
         ticket = _new_ticket(inbound, target, mail, requester, spam=spam, team=team, txn_id=txn_id)
         inbound.kind = InboundMessage.KIND_TICKET
-        reason = _no_auto_reply_reason(mail, envelope_sender)
-        if not reason and _storm_reached(license, sender, inbound.created_at):
-            reason = (
-                f"no auto-reply: more than {settings.INBOUND_AUTO_REPLIES_PER_HOUR} to {sender} this hour"
-            )
+        reason = _acknowledgement_refused(license, mail, envelope_sender, sender, inbound, blocked=blocked)
         inbound.auto_reply_allowed = not reason
         inbound.note = inbound.note or reason or ("spam" if spam else "")
     inbound.ticket = ticket
     inbound.ticket_message = _added_message(ticket)
+    if inbound.auto_reply_allowed:
+        ticket_mail.acknowledgement_queue(
+            ticket=ticket, message=inbound.ticket_message, received_message_id=mail.message_id
+        )
+
+
+def _acknowledgement_refused(license, mail, envelope_sender, sender: str, inbound, *, blocked: bool) -> str:
+    """The one decision whether a new ticket's mail is acknowledged: why not, or "" when it is."""
+    reason = _no_auto_reply_reason(mail, envelope_sender, blocked=blocked)
+    if not reason and _storm_reached(license, sender, inbound.created_at):
+        reason = f"no auto-reply: more than {settings.INBOUND_AUTO_REPLIES_PER_HOUR} to {sender} this hour"
+    return reason
 
 
 def _store(target: Target, raw: bytes, mail: parse.ParsedMail, envelope_sender) -> Result:

@@ -1,0 +1,158 @@
+"""The readers' entry point, `exact_count`: a search's exact total, from the cache unless a write made it stale."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db import connection
+from django.db.models import F
+
+from tickets.models import SearchGeneration, Ticket
+from tickets.totals import registry
+from tickets.totals.keys import (
+    COUNT_TTL_SECONDS,
+    GENERATION_SQL,
+    count_key,
+    counting_key,
+    latest_key,
+    step_key,
+)
+
+COUNT_LOCK_SECONDS = 10  # one request counts a filter set at a time; the lock frees itself after this
+COUNT_WAIT_SECONDS = 3  # then the others count too
+STEP_WAIT_MS = 30  # how long a reader waits for the step of a write that has just committed (`_await_step`)
+STEP_WAIT_RECENT_MS = 200
+MAX_STEPS = 50  # writes a reader's roll forward may walk through
+
+
+def exact_count(queryset, license) -> int:
+    """The exact count of `queryset` (tickets, or a team inbox's TicketTeam links) at the license's generation.
+
+    `license` is the caller's License row as loaded for this request (its generation joined by the API's
+    authentication, see `wiring.py`). One cache round trip when cached; an unreachable cache is a miss.
+    """
+    column = "pk" if queryset.model is Ticket else "ticket_id"
+    # The rows' ticket IDs under one name, which the writes' re-test filters on (`registry.retest`).
+    sql, params = queryset.order_by().values(counted_ticket=F(column)).query.sql_with_params()
+    digest = hashlib.sha1(f"{sql}|{params!r}".encode(), usedforsecurity=False).hexdigest()
+    wanted = _loaded_generation(license)
+    found = cache.get(count_key(license.pk, wanted, digest))
+    if found is not None:
+        registry.keep_registered(license.pk, digest)
+        return found
+    rolled = _roll_forward(license.pk, digest, wanted)
+    if rolled is not None:
+        return rolled
+    # One count at a time per filter set: the others wait for it (a common word's count takes ~0.5 s at 1M
+    # tickets; eight clients missing together would otherwise run it eight times on the same cores).
+    counting = counting_key(license.pk, digest)
+    locked = cache.add(counting, 1, COUNT_LOCK_SECONDS)
+    if locked is False:  # (None: the cache is away; count)
+        waited = _wait_for_count(license.pk, digest, wanted, counting)
+        if waited is not None:
+            return waited
+        locked = cache.add(counting, 1, COUNT_LOCK_SECONDS)  # the other count ended without an answer for us
+    try:
+        return _count(license.pk, digest, sql, params)
+    finally:
+        if locked:  # only a lock this request took
+            cache.delete(counting)
+
+
+def _loaded_generation(license) -> int:
+    """The generation loaded with the request's license (the authentication joins it), else read now."""
+    try:
+        return license.search_generation.value
+    except SearchGeneration.DoesNotExist:  # no ticket of the license was ever written
+        return 0
+
+
+def _count(license_id: int, digest: str, sql: str, params) -> int:
+    started = time.perf_counter()
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {GENERATION_SQL}, (SELECT COUNT(*) FROM ({sql}) s)", [license_id, *params])
+        current, count = cursor.fetchone()
+    cache.set_many(
+        {count_key(license_id, current, digest): count, latest_key(license_id, digest): (current, count)},
+        COUNT_TTL_SECONDS,
+    )
+    took = (time.perf_counter() - started) * 1000
+    if took >= settings.TICKET_COUNT_CARRY_MIN_MS:
+        registry.register(license_id, digest, sql, params, took)
+    return count
+
+
+def _wait_for_count(license_id: int, digest: str, wanted: int, counting: str) -> int | None:
+    """Another request is counting this set: its count, once stored, if it is at `wanted` or later (a later
+    one is as good an answer: a write committed during this request). None when it gave up or went away."""
+    deadline = time.monotonic() + COUNT_WAIT_SECONDS
+    pause = 0.005
+    while True:
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
+        latest = cache.get(latest_key(license_id, digest))
+        if latest is not None and latest[0] >= wanted:
+            return latest[1]
+        if cache.get(counting) is None:  # done (its count belongs to an older generation) or gone
+            return _roll_forward(license_id, digest, wanted)
+        if time.monotonic() >= deadline:
+            return None
+
+
+def _roll_forward(license_id: int, digest: str, wanted: int) -> int | None:
+    """The set's newest known count moved forward through the writes' steps to generation `wanted`, or None.
+
+    A count that takes longer than the time between two writes would otherwise never be carried: by the time
+    it is stored, the next write has looked for it and not found it. A step exists only for an exact write, so
+    a missing one (a drop, a lost cache write) ends the walk and the caller counts."""
+    latest = cache.get(latest_key(license_id, digest))
+    if latest is None:
+        return None
+    generation, count = latest
+    awaited = False
+    for _ in range(MAX_STEPS):
+        if generation >= wanted:
+            break
+        step = cache.get(step_key(license_id, generation, digest))
+        if step is None and not awaited:
+            awaited = True
+            step = _await_step(license_id, digest, generation, wanted)
+        if step is None:
+            return None
+        generation, count = step[0], count + step[1]
+    if generation < wanted:
+        return None
+    # (beyond `wanted`: a write committed during this request; its newer total is as good an answer)
+    cache.set_many(
+        {
+            count_key(license_id, generation, digest): count,
+            latest_key(license_id, digest): (generation, count),
+        },
+        COUNT_TTL_SECONDS,
+    )
+    return count
+
+
+def _await_step(license_id: int, digest: str, generation: int, wanted: int):
+    """The step from `generation`, if a write that just committed is about to store it; else None.
+
+    A write stores its steps right after its commit, so a reader that authenticated in between sees the new
+    generation a millisecond or two before the step. For a set slower to count than the wait (a registered one:
+    only those get steps), when the wanted generation was raised within the last STEP_WAIT_RECENT_MS, the
+    reader waits up to STEP_WAIT_MS for it instead of counting. Generations are raised to the time in
+    microseconds, which is how "recent" is told; a skewed clock only means a wait too many or too few."""
+    if time.time_ns() // 1000 - wanted > STEP_WAIT_RECENT_MS * 1000:
+        return None
+    entry = registry.registered(license_id).get(digest)
+    if entry is None or entry[2] < 2 * STEP_WAIT_MS:
+        return None
+    deadline = time.monotonic() + STEP_WAIT_MS / 1000
+    while time.monotonic() < deadline:
+        time.sleep(0.002)
+        step = cache.get(step_key(license_id, generation, digest))
+        if step is not None:
+            return step
+    return None
