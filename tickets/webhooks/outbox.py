@@ -13,6 +13,7 @@ from __future__ import annotations
 from django.utils import timezone
 
 from helpdesk.api.renderers import dumps
+from helpdesk.api.resources import published
 from tickets.webhooks.delivery import enqueue_on_commit
 from tickets.webhooks.models import Webhook, WebhookDelivery
 
@@ -81,7 +82,7 @@ def on_events_recorded(sender, *, ticket, events, created=False, **kwargs) -> No
             )
 
 
-# --- agents, teams, subscriptions ------------------------------------------------------------------------------
+# --- agents, teams, subscriptions, and the resources that publish (helpdesk.api.resources) ------------------
 
 
 def _resources():
@@ -91,7 +92,7 @@ def _resources():
     from billing.models import Subscription
 
     return {Agent: ("agents", AgentSerializer), Team: ("teams", TeamSerializer),
-            Subscription: ("subscriptions", SubscriptionSerializer)}  # fmt: skip
+            Subscription: ("subscriptions", SubscriptionSerializer), **published()}  # fmt: skip
 
 
 def on_changes_recorded(sender, *, changes, **kwargs) -> None:
