@@ -1,0 +1,70 @@
+"""The resource machinery (helpdesk/api/resources.py): every resource viewset is routed at its name, has the
+generic tests (tests/resource_tests.py), and a misdeclared one is refused when its class is defined; a resource
+that publishes gets one webhook delivery per write."""
+
+import importlib
+from pathlib import Path
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from helpdesk.api.resources import ReadOnlyResourceViewSet, ResourceViewSet, published, resources
+from tests.resource_tests import ResourceTests, assert_publishes
+from tests.test_tenancy import _viewset_routes
+from tickets.api.views import TagViewSet
+from tickets.models import Tag
+
+
+def test_every_resource_viewset_is_routed_at_its_name():
+    routed = {}
+    for route, _pattern, cls, _actions in _viewset_routes():
+        if issubclass(cls, ReadOnlyResourceViewSet):
+            routed.setdefault(cls, set()).add(route.removeprefix("v1/").split("/")[0].strip("^$"))
+    assert routed.keys() == set(resources().values())
+    for cls, prefixes in routed.items():
+        assert prefixes == {cls.resource_name}, cls
+
+
+def test_every_resource_has_the_generic_tests():
+    for path in sorted(Path(__file__).parent.glob("test_*.py")):
+        importlib.import_module(f"tests.{path.stem}")
+    tested = {case.resource.viewset for case in _subclasses(ResourceTests)}
+    untested = sorted(cls.__name__ for cls in set(resources().values()) - tested)
+    assert not untested, f"give these a ResourceTests class (tests/resource_tests.py): {untested}"
+
+
+def _subclasses(cls):
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from _subclasses(sub)
+
+
+def test_a_resource_that_publishes_sends_one_event_per_write(owner, monkeypatch):
+    from tests.test_tickets_tags import TestTagResource
+
+    # given tags declared as publishing (none of today's resources publishes; the next ones do)
+    monkeypatch.setattr(TagViewSet, "webhook_events", True)
+    assert published()[Tag][0] == "tags"
+    # then each write is one delivery of tags.<action> carrying the tag
+    assert_publishes(TestTagResource.resource, owner)
+
+
+def test_a_resource_without_its_declarations_is_refused_when_defined():
+    with pytest.raises(ImproperlyConfigured, match="audit_target"):
+
+        class NoAudit(ResourceViewSet):
+            resource_name = "things"
+            queryset = Tag.objects.all()
+            create_service = update_service = delete_service = staticmethod(lambda **kwargs: None)
+            openapi_tag, noun = ("Things", "Things."), ("thing", "things")
+
+    with pytest.raises(ImproperlyConfigured, match="update_service"):
+
+        class NoUpdate(ResourceViewSet):
+            resource_name = "things"
+            queryset = Tag.objects.all()
+            create_service = delete_service = staticmethod(lambda **kwargs: None)
+            audit_target = "tags"
+            openapi_tag, noun = ("Things", "Things."), ("thing", "things")
+
+    assert "things" not in resources()
