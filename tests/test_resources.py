@@ -49,6 +49,16 @@ def test_a_resource_that_publishes_sends_one_event_per_write(owner, monkeypatch)
     assert_publishes(TestTagResource.resource, owner)
 
 
+def test_a_resource_that_publishes_adds_its_event_types_to_the_subscribable_ones(owner, monkeypatch):
+    body = {"name": "n", "url": "https://93.184.215.14/", "eventType": "tags.update"}
+    refused = owner.client.post("/v1/webhooks", body, format="json")
+    assert refused.status_code == 400 and "eventType" in refused.json()["details"]
+    monkeypatch.setattr(TagViewSet, "webhook_events", True)
+    created = owner.client.post("/v1/webhooks", body, format="json")
+    assert created.status_code == 201, created.content
+    assert created.json()["eventType"] == "tags.update"
+
+
 def test_a_resource_without_its_declarations_is_refused_when_defined():
     with pytest.raises(ImproperlyConfigured, match="audit_target"):
 

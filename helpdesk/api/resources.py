@@ -71,6 +71,13 @@ def published() -> dict:
     }
 
 
+def published_event_types() -> list[str]:
+    """`<resource_name>.create|update|delete` of every resource that publishes, by name (what a webhook may
+    subscribe to besides the contract's own types)."""
+    names = sorted(name for name, _serializer in published().values())
+    return [f"{name}.{action}" for name in names for action in ("create", "update", "delete")]
+
+
 def _object_parameter(viewset, attribute: str) -> str:
     """The name under which `attribute`'s service takes the object: its first keyword-only parameter."""
     service = getattr(viewset, attribute)

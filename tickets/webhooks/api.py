@@ -10,7 +10,7 @@ from rest_framework.response import Response
 
 from helpdesk.api.fields import StrictBooleanField, StrictCharField
 from helpdesk.api.permissions import OWNERS
-from helpdesk.api.resources import ResourceViewSet
+from helpdesk.api.resources import ResourceViewSet, published_event_types
 from helpdesk.api.serializers import StampedOutputSerializer, StrictSerializer, TimestampField
 from tickets.webhooks import delivery, services
 from tickets.webhooks.models import EVENT_TYPES, Webhook, WebhookDelivery
@@ -41,6 +41,12 @@ class WebhookWriteSerializer(StrictSerializer):
     # At least 16 characters when chosen by the caller; generated (and returned once) when left out.
     secret = StrictCharField(min_length=16, max_length=200, write_only=True)
     active = StrictBooleanField()
+
+    def get_fields(self):
+        fields = super().get_fields()
+        # The resources that publish add their own (helpdesk.api.resources: `webhook_events = True`).
+        fields["eventType"].choices = EVENT_TYPES + published_event_types()
+        return fields
 
 
 class WebhookCreateSerializer(WebhookWriteSerializer):
