@@ -151,6 +151,7 @@ class ResourceTests:
     def test_an_unknown_id_is_404(self, owner):
         unknown = self._detail(uuid.uuid4())
         _error(owner.client.get(unknown), 404 if "owner" in self.resource.readers else 403)
+        _error(owner.client.get(self._detail("not-an-id")), 404 if "owner" in self.resource.readers else 403)
         if "owner" in self.resource.writers:
             _error(owner.client.delete(unknown), 404, "not_found")
             if self.resource.update is not None:

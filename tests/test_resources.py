@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
+import tests.test_tickets_tags as tag_tests
+from helpdesk.api.pagination import KeysetPagination
 from helpdesk.api.resources import ReadOnlyResourceViewSet, ResourceViewSet, published, resources
 from tests.resource_tests import ResourceTests, assert_publishes
 from tests.test_tenancy import _viewset_routes
@@ -98,3 +100,23 @@ def test_a_process_that_never_served_a_request_still_knows_the_resources(tmp_pat
     # then it loads them (the webhook outbox asks this inside a worker's write)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "['apps', 'replyAddresses', 'tags', 'webhooks']"
+
+
+class TestPagedTagResource(tag_tests.TestTagResource):
+    """The generic tests of a resource whose list is paged, as the base gives new resources by default."""
+
+    @pytest.fixture(autouse=True)
+    def _paged(self, monkeypatch):
+        monkeypatch.setattr(TagViewSet, "pagination_class", KeysetPagination)
+
+    def test_the_list_is_paged_as_the_contract_says(self, owner):
+        for name in ("a", "b", "c"):
+            owner.client.post("/v1/tags", {"name": name}, format="json")
+        page = owner.client.get("/v1/tags", {"pageSize": 2, "order": "asc"})
+        assert [tag["name"] for tag in page.json()] == ["a", "b"]
+        assert (page["X-Total-Results"], page["X-Total-Pages"]) == ("3", "2")
+        assert 'rel="next"' in page["Link"]
+        refused = owner.client.get("/v1/tags", {"pageSize": 0})
+        assert refused.status_code == 400 and "pageSize" in refused.json()["details"]
+        unknown = owner.client.get("/v1/tags", {"name": "a"})
+        assert unknown.status_code == 400 and "name" in unknown.json()["details"]
