@@ -83,6 +83,15 @@ def test_a_resource_without_its_declarations_is_refused_when_defined():
             audit_target = "tags"
             openapi_tag, noun = ("Things", "Things."), ("thing", "things")
 
+    with pytest.raises(ImproperlyConfigured, match="write_serializer_class"):
+
+        class NoInput(ResourceViewSet):
+            resource_name = "things"
+            queryset = Tag.objects.all()
+            create_service = update_service = delete_service = staticmethod(lambda *, tag, **kwargs: None)
+            audit_target = "tags"
+            openapi_tag, noun = ("Things", "Things."), ("thing", "things")
+
     assert "things" not in resources()
 
 

@@ -42,6 +42,7 @@ from __future__ import annotations
 import inspect
 
 from django.core.exceptions import ImproperlyConfigured
+from django.urls import get_resolver
 from rest_framework import mixins, status
 from rest_framework.response import Response
 
@@ -56,8 +57,6 @@ REGISTRY: dict[str, type[ReadOnlyResourceViewSet]] = {}
 def resources() -> dict[str, type[ReadOnlyResourceViewSet]]:
     """Every resource viewset of the API, its URLconf loaded first (a worker that never served a request has
     not imported the views yet; the first call costs ~0.2 s, once per process)."""
-    from django.urls import get_resolver
-
     get_resolver().url_patterns  # noqa: B018  (imports every view module)
     return REGISTRY
 
@@ -117,10 +116,13 @@ class ReadOnlyResourceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, 
             for action, attribute in (
                 ("create", "create_service"),
                 ("partial_update", "update_service"),
+                ("partial_update", "write_serializer_class"),
                 ("destroy", "delete_service"),
             )
             if hasattr(cls, action) and getattr(cls, attribute, None) is None
         ]
+        if hasattr(cls, "create") and not (cls.create_serializer_class or cls.write_serializer_class):
+            missing.append("write_serializer_class")
         if missing or not (cls.resource_name and cls.audit_target and all(cls.openapi_tag) and all(cls.noun)):
             raise ImproperlyConfigured(
                 f"{cls.__name__} must declare resource_name, audit_target, openapi_tag, noun"
