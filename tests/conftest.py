@@ -15,6 +15,7 @@ from tests.audit_helpers import let_the_test_flush_empty_the_audit_log
 from tests.factories import AgentFactory, LicenseFactory
 
 let_the_test_flush_empty_the_audit_log()
+pytest.register_assert_rewrite("tests.resource_tests")  # its asserts explain failures, as a test module's do
 
 BACKENDS = set(filter(None, os.environ.get("HELPDESK_TEST_BACKENDS", "").split(",")))
 

@@ -12,9 +12,11 @@ from django.test import Client
 from oauth2_provider.models import get_access_token_model, get_application_model
 
 from accounts.models import ROLE_NORMAL, ROLE_VIEWER, STATUS_INVITED, Agent
+from accounts.oauth.api import AppViewSet
 from accounts.oauth.models import LicenseApp
 from audit.models import AuditEntry
 from tests.oauth_helpers import REDIRECT_URI, bearer_client, make_app, make_grant
+from tests.resource_tests import Resource, ResourceTests
 
 APP = {"name": "Acme CRM", "redirectURIs": [REDIRECT_URI], "scopes": ["tickets--all:rw", "teams--all:ro"]}
 
@@ -339,3 +341,26 @@ def test_a_deleted_apps_origin_is_forgotten(owner):
     assert _preflight("https://integration.example.com").has_header("Access-Control-Allow-Origin")
     owner.client.delete(f"/v1/apps/{app['ID']}")
     assert not _preflight("https://integration.example.com").has_header("Access-Control-Allow-Origin")
+
+
+class TestAppResource(ResourceTests):
+    resource = Resource(
+        viewset=AppViewSet,
+        make=lambda license: make_app(license).pk,
+        create=APP,
+        update={"name": "Acme CRM 2", "scopes": ["tickets--my:ro"]},
+        invalid=[
+            ({**APP, "name": ""}, "name"),
+            ({**APP, "redirectURIs": ["http://integration.example.com/callback"]}, "redirectURIs"),
+            ({**APP, "scopes": ["tickets--all:admin"]}, "scopes"),
+            ({**APP, "clientType": "secretive"}, "clientType"),
+            ({"name": "x", "scopes": ["tickets--my:ro"]}, "redirectURIs"),
+        ],
+        readers={"owner"},
+        writers={"owner"},
+        entity_name="Acme CRM",
+        create_changes={"scopes": {"before": None, "after": ["tickets--all:rw", "teams--all:ro"]}},
+        update_changes={
+            "scopes": {"before": ["tickets--all:rw", "teams--all:ro"], "after": ["tickets--my:ro"]}
+        },
+    )

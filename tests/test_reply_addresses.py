@@ -9,8 +9,11 @@ import pytest
 from django.test import Client
 
 from accounts.models import Team
+from templates_app.api.reply_addresses import ReplyAddressViewSet
 from templates_app.models import OutboundMessage, ReplyAddress
 from templates_app.reply_addresses import verification_token
+from tests.resource_tests import Resource, ResourceTests
+from tests.route_objects import _reply_address_pk
 
 UNKNOWN = "6f1c8c1e-0000-4000-8000-000000000000"
 
@@ -171,3 +174,21 @@ def test_the_admin_adds_through_the_service_which_mails_the_link(
     assert response.status_code == 302, response.content[:3000]
     assert ReplyAddress.objects.get().email == "help@acme.example"
     assert OutboundMessage.objects.get().kind == OutboundMessage.KIND_REPLY_ADDRESS
+
+
+class TestReplyAddressResource(ResourceTests):
+    resource = Resource(
+        viewset=ReplyAddressViewSet,
+        make=_reply_address_pk,
+        create={"email": "support@acme.example", "name": "Acme Support"},
+        invalid=[
+            ({}, "email"),
+            ({"email": "not an address"}, "email"),
+            ({"email": "1@inbound.helpdesk.localhost"}, "email"),
+            ({"email": "x@acme.example", "name": "n" * 201}, "name"),
+        ],
+        readers={"owner", "normal", "viewer"},
+        writers={"owner"},
+        entity_name="Acme Support <support@acme.example>",
+        create_changes={"email": {"before": None, "after": "support@acme.example"}},
+    )

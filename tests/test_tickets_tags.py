@@ -1,6 +1,8 @@
 """Tags: license-scoped CRUD, unique names, roles."""
 
 from tests.factories import TagFactory
+from tests.resource_tests import Resource, ResourceTests
+from tickets.api.views import TagViewSet
 
 
 def test_it_creates_lists_renames_and_deletes_tags(owner):
@@ -68,3 +70,18 @@ def test_tag_writes_through_the_api_are_audited(owner):
     with entries_written() as written:
         owner.client.delete(f"/v1/tags/{tag_id}")
     assert (written.one().action, written.one().target) == ("delete", "tags")
+
+
+class TestTagResource(ResourceTests):
+    resource = Resource(
+        viewset=TagViewSet,
+        make=lambda license: TagFactory(license=license).pk,
+        create={"name": "vip"},
+        update={"name": "VIP customer"},
+        invalid=[({}, "name"), ({"name": ""}, "name"), ({"name": "x" * 101}, "name"), ({"name": 5}, "name")],
+        readers={"owner", "normal", "viewer"},
+        writers={"owner", "normal"},
+        entity_name="vip",
+        create_changes={"name": {"before": None, "after": "vip"}},
+        update_changes={"name": {"before": "vip", "after": "VIP customer"}},
+    )

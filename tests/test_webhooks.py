@@ -6,6 +6,9 @@ import socket
 import pytest
 
 from audit.models import AuditEntry
+from tests.resource_tests import Resource, ResourceTests
+from tests.route_objects import _webhook_pk
+from tickets.webhooks.api import WebhookViewSet
 from tickets.webhooks.models import EVENT_TYPES, Webhook
 
 CONTRACT_EVENT_TYPES = {
@@ -199,3 +202,35 @@ def test_writes_are_audited_under_webhooks_with_the_secret_redacted(owner, publi
     assert entries[0].changes["url"] == {"before": None, "after": "https://hooks.example.com/helpdesk"}
     assert entries[1].changes == {"secret": {"before": "<redacted>", "after": "<redacted>"}}
     assert hook["secret"] not in str([e.changes for e in entries])
+
+
+class TestWebhookResource(ResourceTests):
+    resource = Resource(
+        viewset=WebhookViewSet,
+        make=_webhook_pk,
+        create={
+            "name": "CRM sync",
+            "url": "https://hooks.example.com/helpdesk",
+            "eventType": "tickets.create",
+        },
+        update={"name": "CRM", "eventType": "agents.update", "active": False},
+        invalid=[
+            ({"name": "x", "url": "https://hooks.example.com/"}, "eventType"),
+            ({"name": "x", "url": "http://127.0.0.1/", "eventType": "tickets.create"}, "url"),
+            ({"name": "x", "url": "https://a.example/", "eventType": "tickets.nope"}, "eventType"),
+            (
+                {"name": "x", "url": "https://a.example/", "eventType": "tickets.create", "secret": "short"},
+                "secret",
+            ),
+        ],
+        readers={"owner"},
+        writers={"owner"},
+        entity_name="CRM sync (tickets.create)",
+        create_changes={"url": {"before": None, "after": "https://hooks.example.com/helpdesk"}},
+        update_changes={
+            "name": {"before": "CRM sync", "after": "CRM"},
+            "eventType": {"before": "tickets.create", "after": "agents.update"},
+            "active": {"before": True, "after": False},
+        },
+        fixtures=("public_dns",),
+    )

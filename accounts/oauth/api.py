@@ -14,6 +14,7 @@ from accounts.oauth.models import LicenseApp
 from accounts.oauth.scopes import SCOPE_RE
 from helpdesk.api.fields import StrictCharField, StrictListField
 from helpdesk.api.permissions import OWNERS
+from helpdesk.api.resources import ResourceViewSet
 from helpdesk.api.serializers import StampedOutputSerializer, StrictSerializer, TimestampField
 from helpdesk.api.tenancy import LicenseScopedViewSet
 
@@ -67,36 +68,33 @@ class AppCreateSerializer(AppWriteSerializer):
     clientType = serializers.ChoiceField(source="client_type", choices=services.CLIENT_TYPES, required=False)
 
 
-class AppViewSet(
-    mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin, LicenseScopedViewSet
-):
+class AppViewSet(ResourceViewSet):
+    resource_name = "apps"
     queryset = LicenseApp.objects.select_related("application").order_by("created_at", "id")
     serializer_class = AppSerializer
+    create_serializer_class = AppCreateSerializer
+    created_serializer_class = AppCreatedSerializer
+    write_serializer_class = AppWriteSerializer
+    create_service = services.app_create
+    update_service = services.app_update
+    delete_service = services.app_delete
+    readers = OWNERS
     lookup_url_kwarg = "appID"
-    roles = {name: OWNERS for name in ("list", "retrieve")}
+    pagination_class = None
+    audit_target = "integrations"
+    openapi_tag = ("Apps", "OAuth 2.0 apps of the developer console, and the grants owners gave them.")
+    noun = ("app", "apps")
+    descriptions = {
+        "create": """
+            Register an app: its name, redirect URIs (https; http only on localhost) and the scopes it may
+            ask for. The response carries the client secret: the only time it is shown.
+        """
+    }
 
-    @extend_schema(request=AppCreateSerializer, responses={201: AppCreatedSerializer})
-    def create(self, request):
-        """Register an app: its name, redirect URIs (https; http only on localhost) and the scopes it may
-        ask for. The response carries the client secret: the only time it is shown."""
-        serializer = AppCreateSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        app, secret = services.app_create(
-            license=request.license, account=request.user, **serializer.validated_data
-        )
+    def perform_create(self, data):
+        app, secret = self.create_service(license=self.request.license, account=self.request.user, **data)
         app.clientSecret = secret
-        return Response(AppCreatedSerializer(app).data, status=status.HTTP_201_CREATED)
-
-    @extend_schema(request=AppWriteSerializer, responses=AppSerializer)
-    def partial_update(self, request, **kwargs):
-        app = self.get_object()
-        serializer = AppWriteSerializer(data=request.data, partial=True)
-        serializer.is_valid(raise_exception=True)
-        app = services.app_update(app=app, **serializer.validated_data)
-        return Response(AppSerializer(app).data)
-
-    def perform_destroy(self, instance):
-        services.app_delete(app=instance)
+        return app
 
 
 class GrantSerializer(serializers.Serializer):

@@ -1,5 +1,7 @@
 """The schema class of every view (REST_FRAMEWORK's DEFAULT_SCHEMA_CLASS); kept light, as views import it."""
 
+import inspect
+
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.plumbing import force_instance
 
@@ -27,6 +29,28 @@ class HelpdeskAutoSchema(AutoSchema):
                 if name not in required and not prop.get("readOnly"):
                     schema["properties"][name] = _nullable(prop)
         return schema
+
+    # A resource viewset (helpdesk.api.resources) declares the bodies of its writes and their descriptions; an
+    # explicit @extend_schema on a method still wins (it subclasses this class).
+    _DECLARED_BODIES = ("create", "partial_update")
+
+    def get_request_serializer(self):
+        if getattr(self.view, "action", None) in self._DECLARED_BODIES and hasattr(
+            self.view, "get_input_serializer_class"
+        ):
+            return self.view.get_input_serializer_class()
+        return super().get_request_serializer()
+
+    def get_response_serializers(self):
+        if getattr(self.view, "action", None) in self._DECLARED_BODIES and hasattr(
+            self.view, "get_output_serializer_class"
+        ):
+            return self.view.get_output_serializer_class()
+        return super().get_response_serializers()
+
+    def get_description(self):
+        declared = getattr(self.view, "descriptions", {}).get(getattr(self.view, "action", None))
+        return inspect.cleandoc(declared) if declared else super().get_description()
 
     def get_examples(self):
         return [*super().get_examples(), *EXAMPLES.get(self.get_operation_id(), [])]

@@ -32,7 +32,8 @@ class InsufficientScope(exceptions.PermissionDenied):
 
 
 class RolePermission(permissions.BasePermission):
-    """`view.roles` maps an action to the roles allowed; unlisted actions: reads for all, writes for owners.
+    """`view.roles` maps an action to the roles allowed; unlisted actions: reads for `view.readers`, writes for
+    `view.writers` (default: reads for all, writes for owners).
 
     A view with `license_required = False` (license creation, listing) may be used before the account has
     a license. A token whose scopes are all read-only (`:ro`) never writes.
@@ -79,4 +80,6 @@ class RolePermission(permissions.BasePermission):
         action = getattr(view, "action", None)
         if action in roles:
             return roles[action]
-        return EVERYONE if request.method in permissions.SAFE_METHODS else OWNERS
+        if request.method in permissions.SAFE_METHODS:
+            return getattr(view, "readers", EVERYONE)
+        return getattr(view, "writers", OWNERS)

@@ -3,6 +3,8 @@ and strict request bodies (the postprocessing hooks of SPECTACULAR_SETTINGS; the
 
 from collections.abc import Callable
 
+from helpdesk.api import resources
+
 ERROR_SCHEMA = {
     "type": "object",
     "required": ["error", "code", "details"],
@@ -44,42 +46,32 @@ def add_error_responses(result, generator, request, public):
 
 # --- Summaries, descriptions and tags: derived from the operation ID (`agents_list` → "List agents") so that
 # the docs page reads like a table of contents; explicit `extend_schema(summary=...)` wins, _SUMMARIES overrides
-# where the derivation reads wrong.
+# where the derivation reads wrong. Resource viewsets declare their tag and nouns (helpdesk.api.resources); the
+# tables below hold the other views'.
 _TAGS = {
     "agents": ("Agents", "The people of a license: roles, teams, invitations."),
-    "apps": ("Apps", "OAuth 2.0 apps of the developer console, and the grants owners gave them."),
     "attachments": ("Attachments", "Signed download links of message attachments."),
     "auditLog": ("Audit log", "Who changed what, when and through which channel (owners only)."),
     "invitations": ("Invitations", "Accepting an invitation to join a license."),
     "licenses": ("Licenses", "Your help desk accounts: company, settings, e-mail forwarding."),
-    "replyAddresses": (
-        "Reply addresses",
-        "Verified addresses of your domain that customer replies are sent from.",
-    ),
     "subscriptions": ("Subscriptions", "Plans, seats and billing of a license."),
-    "tags": ("Tags", "Labels put on tickets."),
     "teams": ("Teams", "Groups of agents that tickets are assigned to."),
     "templates": ("Templates", "E-mail templates of the messages sent to customers."),
     "tickets": ("Tickets", "Customer conversations: search, create, update, reply."),
     "transactions": ("Transactions", "Uploads of attachments before they are added to a message."),
-    "webhooks": ("Webhooks", "Signed HTTP callbacks for ticket and account events, and their deliveries."),
 }
 # Singular and plural of each resource as a reader says them.
 _NOUNS = {
     "agents": ("agent", "agents"),
-    "apps": ("app", "apps"),
     "attachments": ("attachment", "attachments"),
     "auditLog": ("audit log entry", "audit log entries"),
     "invitations": ("invitation", "invitations"),
     "licenses": ("license", "licenses"),
-    "replyAddresses": ("reply address", "reply addresses"),
     "subscriptions": ("subscription", "subscriptions"),
-    "tags": ("tag", "tags"),
     "teams": ("team", "teams"),
     "templates": ("template", "templates"),
     "tickets": ("ticket", "tickets"),
     "transactions": ("transaction", "transactions"),
-    "webhooks": ("webhook", "webhooks"),
 }
 _ACTIONS = {
     "list": ("List {plural}", "Lists the {plural} of the caller's license."),
@@ -123,8 +115,17 @@ _DESCRIPTIONS = {
 }
 
 
-def _derived(operation_id: str, resource: str) -> tuple[str, str]:
-    singular, plural = _NOUNS.get(resource, (resource, resource))
+def _declared() -> tuple[dict, dict]:
+    """(tags, nouns) of every view: the tables above and the resource viewsets' declarations."""
+    viewsets = resources.REGISTRY.items()
+    return (
+        {**_TAGS, **{name: viewset.openapi_tag for name, viewset in viewsets}},
+        {**_NOUNS, **{name: viewset.noun for name, viewset in viewsets}},
+    )
+
+
+def _derived(operation_id: str, resource: str, nouns: dict) -> tuple[str, str]:
+    singular, plural = nouns.get(resource, (resource, resource))
     action = operation_id.removeprefix(resource + "_")
     summary_format, description_format = _ACTIONS.get(action, (None, None))
     summary = _SUMMARIES.get(operation_id) or (
@@ -143,17 +144,18 @@ def _derived(operation_id: str, resource: str) -> tuple[str, str]:
 
 def describe_operations(result, generator, request, public):
     """Postprocessing hook: a summary, a description and a readable tag on every operation; tag descriptions."""
+    tags, nouns = _declared()
     used = set()
     for path_item in result.get("paths", {}).values():
         for operation in path_item.values():
             resource = (operation.get("tags") or [""])[0]
-            summary, description = _derived(operation.get("operationId", ""), resource)
+            summary, description = _derived(operation.get("operationId", ""), resource, nouns)
             operation.setdefault("summary", summary)
             operation["description"] = operation.get("description") or description
-            if resource in _TAGS:
-                operation["tags"] = [_TAGS[resource][0]]
+            if resource in tags:
+                operation["tags"] = [tags[resource][0]]
                 used.add(resource)
-    result["tags"] = [{"name": _TAGS[r][0], "description": _TAGS[r][1]} for r in sorted(used)]
+    result["tags"] = [{"name": tags[r][0], "description": tags[r][1]} for r in sorted(used)]
     return result
 
 

@@ -1,12 +1,10 @@
 """`GET, POST /v1/replyAddresses` · `DELETE /v1/replyAddresses/{ID}`: owners write, everyone reads."""
 
-from drf_spectacular.utils import extend_schema
-from rest_framework import mixins, serializers, status
-from rest_framework.response import Response
+from rest_framework import serializers
 
 from helpdesk.api.fields import StrictCharField, StrictEmailField
+from helpdesk.api.resources import CreateMixin, DestroyMixin, ReadOnlyResourceViewSet
 from helpdesk.api.serializers import StrictSerializer
-from helpdesk.api.tenancy import LicenseScopedViewSet
 from templates_app import reply_addresses
 from templates_app.models import ReplyAddress
 
@@ -27,21 +25,25 @@ class ReplyAddressCreateSerializer(StrictSerializer):
     name = StrictCharField(required=False, allow_blank=True, max_length=200)
 
 
-class ReplyAddressViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, LicenseScopedViewSet):
+class ReplyAddressViewSet(CreateMixin, DestroyMixin, ReadOnlyResourceViewSet):
+    resource_name = "replyAddresses"
     queryset = ReplyAddress.objects.order_by("created_at", "id")
     serializer_class = ReplyAddressSerializer
+    create_serializer_class = ReplyAddressCreateSerializer
+    create_service = reply_addresses.reply_address_create
+    delete_service = reply_addresses.reply_address_delete
     lookup_url_kwarg = "replyAddressID"
-
-    @extend_schema(request=ReplyAddressCreateSerializer, responses={201: ReplyAddressSerializer})
-    def create(self, request):
-        """Add an address of your own domain; a confirmation link is e-mailed to it. Until it is confirmed,
-        teams using it send from the inbound address with it as Reply-To."""
-        serializer = ReplyAddressCreateSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        address = reply_addresses.reply_address_create(license=request.license, **serializer.validated_data)
-        return Response(ReplyAddressSerializer(address).data, status=status.HTTP_201_CREATED)
-
-    def destroy(self, request, **kwargs):
-        """Delete the address; teams that used it send from the inbound address again."""
-        reply_addresses.reply_address_delete(address=self.get_object())
-        return Response(status=status.HTTP_204_NO_CONTENT)
+    pagination_class = None
+    audit_target = "replyAddresses"
+    openapi_tag = (
+        "Reply addresses",
+        "Verified addresses of your domain that customer replies are sent from.",
+    )
+    noun = ("reply address", "reply addresses")
+    descriptions = {
+        "create": """
+            Add an address of your own domain; a confirmation link is e-mailed to it. Until it is confirmed,
+            teams using it send from the inbound address with it as Reply-To.
+        """,
+        "destroy": "Delete the address; teams that used it send from the inbound address again.",
+    }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import mixins, status
+from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import FormParser, MultiPartParser
@@ -16,6 +16,7 @@ from helpdesk.api.errors import PayloadTooLarge
 from helpdesk.api.filtersets import StrictFilterBackend
 from helpdesk.api.pagination import KeysetPagination
 from helpdesk.api.permissions import WRITERS
+from helpdesk.api.resources import ResourceViewSet
 from helpdesk.api.tenancy import LicenseScopedViewSet
 from tickets import selectors, services
 from tickets.api.serializers import (
@@ -107,30 +108,20 @@ class TicketViewSet(LicenseScopedViewSet):
         return Response(self._one(ticket.pk), status=status.HTTP_201_CREATED)
 
 
-class TagViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, LicenseScopedViewSet):
+class TagViewSet(ResourceViewSet):
+    resource_name = "tags"
     queryset = Tag.objects.order_by("name", "id")
     serializer_class = TagSerializer
-    roles = {"create": WRITERS, "partial_update": WRITERS, "destroy": WRITERS}
+    write_serializer_class = TagWriteSerializer
+    create_service = services.tag_create
+    update_service = services.tag_update
+    delete_service = services.tag_delete
+    writers = WRITERS
     lookup_url_kwarg = "tagID"
-
-    @extend_schema(request=TagWriteSerializer, responses={201: TagSerializer})
-    def create(self, request):
-        serializer = TagWriteSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        tag = services.tag_create(license=request.license, **serializer.validated_data)
-        return Response(TagSerializer(tag).data, status=status.HTTP_201_CREATED)
-
-    @extend_schema(request=TagWriteSerializer, responses=TagSerializer)
-    def partial_update(self, request, **kwargs):
-        tag = self.get_object()
-        serializer = TagWriteSerializer(data=request.data, partial=True)
-        serializer.is_valid(raise_exception=True)
-        tag = services.tag_update(tag=tag, **serializer.validated_data)
-        return Response(TagSerializer(tag).data)
-
-    def destroy(self, request, **kwargs):
-        services.tag_delete(tag=self.get_object())
-        return Response(status=status.HTTP_204_NO_CONTENT)
+    pagination_class = None  # a license's tags, all of them
+    audit_target = "tags"
+    openapi_tag = ("Tags", "Labels put on tickets.")
+    noun = ("tag", "tags")
 
 
 class TransactionViewSet(LicenseScopedViewSet):

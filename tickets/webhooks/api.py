@@ -3,15 +3,15 @@
 
 from django.core.exceptions import ValidationError
 from drf_spectacular.utils import extend_schema
-from rest_framework import mixins, serializers, status
+from rest_framework import serializers, status
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
 from helpdesk.api.fields import StrictBooleanField, StrictCharField
 from helpdesk.api.permissions import OWNERS
+from helpdesk.api.resources import ResourceViewSet, published_event_types
 from helpdesk.api.serializers import StampedOutputSerializer, StrictSerializer, TimestampField
-from helpdesk.api.tenancy import LicenseScopedViewSet
 from tickets.webhooks import delivery, services
 from tickets.webhooks.models import EVENT_TYPES, Webhook, WebhookDelivery
 
@@ -42,6 +42,12 @@ class WebhookWriteSerializer(StrictSerializer):
     secret = StrictCharField(min_length=16, max_length=200, write_only=True)
     active = StrictBooleanField()
 
+    def get_fields(self):
+        fields = super().get_fields()
+        # The resources that publish add their own (helpdesk.api.resources: `webhook_events = True`).
+        fields["eventType"].choices = EVENT_TYPES + published_event_types()
+        return fields
+
 
 class WebhookCreateSerializer(WebhookWriteSerializer):
     secret = StrictCharField(min_length=16, max_length=200, write_only=True, required=False)
@@ -64,34 +70,28 @@ class WebhookDeliverySerializer(serializers.Serializer):
     redeliveryOf = serializers.UUIDField(source="redelivery_of_id", read_only=True, allow_null=True)
 
 
-class WebhookViewSet(
-    mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin, LicenseScopedViewSet
-):
+class WebhookViewSet(ResourceViewSet):
+    resource_name = "webhooks"
     queryset = Webhook.objects.order_by("created_at", "id")
     serializer_class = WebhookSerializer
+    create_serializer_class = WebhookCreateSerializer
+    created_serializer_class = WebhookCreatedSerializer
+    write_serializer_class = WebhookWriteSerializer
+    create_service = services.webhook_create
+    update_service = services.webhook_update
+    delete_service = services.webhook_delete
+    readers = OWNERS  # secrets and receiver answers: owners only, reads included
     lookup_url_kwarg = "webhookID"
-    # Secrets and receiver answers: owners only, reads included.
-    roles = {name: OWNERS for name in ("list", "retrieve", "deliveries", "redeliver")}
-
-    @extend_schema(request=WebhookCreateSerializer, responses={201: WebhookCreatedSerializer})
-    def create(self, request):
-        """Subscribe a URL to one event type. The response carries the signing secret: the only time it is
-        shown (it is generated unless you give one of at least 16 characters)."""
-        serializer = WebhookCreateSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        webhook = services.webhook_create(license=request.license, **serializer.validated_data)
-        return Response(WebhookCreatedSerializer(webhook).data, status=status.HTTP_201_CREATED)
-
-    @extend_schema(request=WebhookWriteSerializer, responses=WebhookSerializer)
-    def partial_update(self, request, **kwargs):
-        webhook = self.get_object()
-        serializer = WebhookWriteSerializer(data=request.data, partial=True)
-        serializer.is_valid(raise_exception=True)
-        webhook = services.webhook_update(webhook=webhook, **serializer.validated_data)
-        return Response(WebhookSerializer(webhook).data)
-
-    def perform_destroy(self, instance):
-        services.webhook_delete(webhook=instance)
+    pagination_class = None
+    audit_target = "webhooks"
+    openapi_tag = ("Webhooks", "Signed HTTP callbacks for ticket and account events, and their deliveries.")
+    noun = ("webhook", "webhooks")
+    descriptions = {
+        "create": """
+            Subscribe a URL to one event type. The response carries the signing secret: the only time it is
+            shown (it is generated unless you give one of at least 16 characters).
+        """
+    }
 
     @extend_schema(responses=WebhookDeliverySerializer(many=True))
     @action(detail=True, methods=["get"], url_path="deliveries")

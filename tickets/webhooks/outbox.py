@@ -13,6 +13,7 @@ from __future__ import annotations
 from django.utils import timezone
 
 from helpdesk.api.renderers import dumps
+from helpdesk.api.resources import published
 from tickets.webhooks.delivery import enqueue_on_commit
 from tickets.webhooks.models import Webhook, WebhookDelivery
 
@@ -81,7 +82,7 @@ def on_events_recorded(sender, *, ticket, events, created=False, **kwargs) -> No
             )
 
 
-# --- agents, teams, subscriptions: the audited resources whose changes webhooks announce ------------------------
+# --- agents, teams, subscriptions, and the resources that publish (helpdesk.api.resources) ------------------
 
 # model -> (event type prefix, the serializer of its API document); filled at ready(): accounts' agents and teams
 # by tickets (accounts is below it), an app above tickets registers its own (billing: subscriptions).
@@ -95,7 +96,7 @@ def register_resource(model: type, *, prefix: str, serializer: type) -> None:
 
 
 def on_changes_recorded(sender, *, changes, **kwargs) -> None:
-    resources = RESOURCES
+    resources = {**RESOURCES, **published()}
     wanted = [change for change in changes if change.model in resources]
     if not wanted:
         return
