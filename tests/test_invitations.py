@@ -195,3 +195,38 @@ def test_the_link_of_a_deleted_agent_is_invalid(owner, invited):
     assert owner.client.delete(f"/v1/agents/{invited.pk}").status_code == 204
     response = anonymous().post(ACCEPT, {"token": token}, format="json")
     assert response.status_code == 400 and response.json()["code"] == "invitation_invalid"
+
+
+def test_a_read_only_personal_token_cannot_accept(
+    owner, other_license, eager_tasks, django_capture_on_commit_callbacks
+):
+    # given the owner of another license is invited here and holds a token with only `accounts--my:ro`
+    other_owner = other_license.agents.get()
+    with django_capture_on_commit_callbacks(execute=True):
+        invited = _invite(owner, email=other_owner.email)
+    token = _token_from(django_mail.outbox[0])
+    _, read_only = services.token_issue(account=other_owner.account, scopes=["accounts--my:ro"])
+    # when that token accepts, it is refused: accepting is a write
+    response = api_client(other_owner.account_id, read_only).post(ACCEPT, {"token": token}, format="json")
+    assert response.status_code == 403 and response.json()["code"] == "insufficient_scope"
+    invited.refresh_from_db()
+    assert invited.status == STATUS_INVITED
+    assert Invitation.objects.get(agent=invited).accepted_at is None
+
+
+def test_no_oauth_token_accepts_an_invitation(
+    owner, other_license, eager_tasks, django_capture_on_commit_callbacks
+):
+    from tests.oauth_helpers import bearer_client, make_grant
+
+    # given the owner of another license approved an app for tags there, and is invited here
+    other_owner = other_license.agents.get()
+    grant = make_grant(other_license, agent=other_owner, scopes=("tags--all:rw",))
+    with django_capture_on_commit_callbacks(execute=True):
+        invited = _invite(owner, email=other_owner.email)
+    token = _token_from(django_mail.outbox[0])
+    # when the app accepts the invitation with its token, it is refused (no scope covers joining a license)
+    response = bearer_client(grant.plaintext).post(ACCEPT, {"token": token}, format="json")
+    assert response.status_code == 403 and response.json()["code"] == "insufficient_scope"
+    invited.refresh_from_db()
+    assert invited.status == STATUS_INVITED

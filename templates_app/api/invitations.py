@@ -1,12 +1,15 @@
-"""`POST /v1/invitations/accept`: the invited person follows the e-mailed link (no Authorization needed)."""
+"""`POST /v1/invitations/accept`: the invited person follows the e-mailed link (no Authorization needed).
+
+Accepting is a write: credentials, when sent, must be able to write (a read-only personal token cannot), and no
+OAuth token can (no scope covers it: an app never joins its user to another license)."""
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
-from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from helpdesk.api.fields import StrictCharField
+from helpdesk.api.permissions import CredentialsOptional
 from helpdesk.api.serializers import StrictSerializer
 from templates_app.invitations import invitation_accept
 
@@ -26,7 +29,8 @@ class InvitationAcceptedSerializer(serializers.Serializer):
 
 
 class InvitationAcceptView(APIView):
-    permission_classes = [AllowAny]
+    permission_classes = [CredentialsOptional]
+    license_required = False  # an account without a membership yet accepts its first one
 
     @extend_schema(request=InvitationAcceptSerializer, responses=InvitationAcceptedSerializer)
     def post(self, request):
