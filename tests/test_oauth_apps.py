@@ -339,3 +339,55 @@ def test_a_deleted_apps_origin_is_forgotten(owner):
     assert _preflight("https://integration.example.com").has_header("Access-Control-Allow-Origin")
     owner.client.delete(f"/v1/apps/{app['ID']}")
     assert not _preflight("https://integration.example.com").has_header("Access-Control-Allow-Origin")
+
+
+def _refresh(created, refresh_token):
+    client_auth = {"client_id": created["clientID"], "client_secret": created["clientSecret"]}
+    body = {"grant_type": "refresh_token", "refresh_token": refresh_token, **client_auth}
+    return Client().post("/oauth/token", body)
+
+
+def test_narrowing_an_app_narrows_its_tokens_at_once_and_at_refresh(owner, license):
+    # given an app with a read-write tickets grant
+    created = owner.client.post("/v1/apps", APP, format="json").json()
+    app = LicenseApp.objects.get(pk=created["ID"])
+    token = make_grant(license, agent=owner.agent, app=app, scopes=("tickets--all:rw", "teams--all:ro"))
+    ticket = {"subject": "Hi", "requester": {"email": "ann@example.com"}, "message": {"text": "x"}}
+    assert bearer_client(token.plaintext).post("/v1/tickets", ticket, format="json").status_code == 201
+    # when the owner narrows the app to reading tickets
+    patched = owner.client.patch(f"/v1/apps/{created['ID']}", {"scopes": ["tickets--all:ro"]}, format="json")
+    assert patched.status_code == 200
+    # then the old token reads and no longer writes, nor reads teams
+    old = bearer_client(token.plaintext)
+    refused = old.post("/v1/tickets", ticket, format="json")
+    assert refused.status_code == 403 and refused.json()["code"] == "insufficient_scope"
+    assert old.get("/v1/tickets").status_code == 200
+    assert old.get("/v1/teams").status_code == 403
+    # and a refresh hands out the narrowed scope, not the old one
+    refreshed = _refresh(created, token.refresh_plaintext)
+    assert refreshed.status_code == 200, refreshed.content
+    assert refreshed.json()["scope"] == "tickets--all:ro"
+    new = bearer_client(refreshed.json()["access_token"])
+    assert new.post("/v1/tickets", ticket, format="json").status_code == 403
+    # and widening the app again gives back no more than the grant had
+    owner.client.patch(
+        f"/v1/apps/{created['ID']}", {"scopes": ["tickets--all:rw", "tags--all:rw"]}, format="json"
+    )
+    assert new.get("/v1/tags").status_code == 403
+
+
+def test_a_demoted_approvers_token_refreshes_read_only(owner, license):
+    from tests.factories import AgentFactory
+
+    created = owner.client.post("/v1/apps", APP, format="json").json()
+    app = LicenseApp.objects.get(pk=created["ID"])
+    approver = AgentFactory(license=license, roles=["owner"])
+    token = make_grant(license, agent=approver, app=app, scopes=("tickets--all:rw",))
+    # when the approving owner is made a viewer
+    assert (
+        owner.client.patch(f"/v1/agents/{approver.pk}", {"roles": ["viewer"]}, format="json").status_code
+        == 200
+    )
+    # then the refresh returns a read-only scope
+    refreshed = _refresh(created, token.refresh_plaintext)
+    assert refreshed.status_code == 200 and refreshed.json()["scope"] == "tickets--all:ro"
