@@ -391,3 +391,54 @@ def test_a_demoted_approvers_token_refreshes_read_only(owner, license):
     # then the refresh returns a read-only scope
     refreshed = _refresh(created, token.refresh_plaintext)
     assert refreshed.status_code == 200 and refreshed.json()["scope"] == "tickets--all:ro"
+
+
+def _authorize_query(app, challenge, **extra):
+    return {
+        "response_type": "code", "client_id": app.application.client_id, "redirect_uri": REDIRECT_URI,
+        "scope": "tickets--all:rw", "code_challenge": challenge, "code_challenge_method": "S256", **extra,
+    }  # fmt: skip
+
+
+def _signed_in(agent) -> Client:
+    agent.account.set_password("correct horse battery")
+    agent.account.save()
+    browser = Client()
+    assert browser.login(username=agent.account.email, password="correct horse battery")
+    return browser
+
+
+def test_approval_prompt_auto_never_skips_the_consent_page(license, owner):
+    # given an owner who approved the app before (a live token)
+    app = make_app(license)
+    make_grant(license, agent=owner.agent, app=app)
+    browser = _signed_in(owner.agent)
+    _verifier, challenge = _pkce()
+    # when the app asks to skip the page
+    response = browser.get("/oauth/authorize", _authorize_query(app, challenge, approval_prompt="auto"))
+    # then the owner sees the consent page, no code is issued
+    assert response.status_code == 200 and b"Acme CRM" in response.content
+    assert "code=" not in response.get("Location", "")
+
+
+@pytest.mark.parametrize("method", ["head", "get"])
+def test_a_demoted_agent_gets_no_code_by_any_method(license, method):
+    from tests.factories import AgentFactory
+
+    # given an owner who approved the app, and has been made a normal agent since
+    app = make_app(license)
+    agent = AgentFactory(license=license, roles=["owner"])
+    make_grant(license, agent=agent, app=app)
+    Agent.objects.filter(pk=agent.pk).update(roles=[ROLE_NORMAL])
+    browser = _signed_in(agent)
+    _verifier, challenge = _pkce()
+    # when the app's authorize URL is requested with approval_prompt=auto
+    response = getattr(browser, method)(
+        "/oauth/authorize", _authorize_query(app, challenge, approval_prompt="auto")
+    )
+    # then no code: a refusal (GET) or a method not allowed (HEAD)
+    assert response.status_code in (403, 405), response.status_code
+    assert "code=" not in response.get("Location", "")
+    from oauth2_provider.models import get_grant_model
+
+    assert not get_grant_model().objects.exists()

@@ -1,7 +1,8 @@
 """The browser side of OAuth: signing in (account e-mail and password) and the consent page.
 
 The consent page is DOT's AuthorizationView with our template; only an active owner of the app's license
-may approve, anyone else sees a refusal (403) and nothing is granted.
+may approve, anyone else sees a refusal (403) and nothing is granted. The page is shown every time: no
+`approval_prompt=auto`, no HEAD.
 """
 
 from __future__ import annotations
@@ -20,10 +21,12 @@ REFUSED = "accounts/oauth_refused.html"
 
 class ConsentView(AuthorizationView):
     template_name = "oauth2_provider/authorize.html"
+    # No HEAD: Django answers it with get(), which could issue a code past the owner check below.
+    http_method_names = ["get", "post"]
 
     def dispatch(self, request, *args, **kwargs):
-        if request.user.is_authenticated and request.method in ("GET", "POST"):
-            params = request.GET if request.method == "GET" else request.POST
+        if request.user.is_authenticated:
+            params = request.POST if request.method == "POST" else request.GET
             app = (
                 LicenseApp.objects.select_related("application", "license")
                 .filter(application__client_id=params.get("client_id", ""))
@@ -37,6 +40,14 @@ class ConsentView(AuthorizationView):
                 return render(request, REFUSED, {"title": "Not allowed", "message": message}, status=403)
             self.license_app = app
         return super().dispatch(request, *args, **kwargs)
+
+    def get(self, request, *args, **kwargs):
+        # An owner approves every grant (REQUEST_APPROVAL_PROMPT "force"): a client's `approval_prompt=auto`
+        # would skip the page for anyone who once approved the app, however their role changed since.
+        if "approval_prompt" in request.GET:
+            request.GET = request.GET.copy()
+            del request.GET["approval_prompt"]
+        return super().get(request, *args, **kwargs)
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
