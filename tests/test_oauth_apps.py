@@ -442,3 +442,34 @@ def test_a_demoted_agent_gets_no_code_by_any_method(license, method):
     from oauth2_provider.models import get_grant_model
 
     assert not get_grant_model().objects.exists()
+
+
+def test_a_client_introspects_only_its_own_tokens(owner, license, outsider):
+    # given an app of this license with a live token, and another license's app
+    created = owner.client.post("/v1/apps", APP, format="json").json()
+    token = make_grant(license, agent=owner.agent, app=LicenseApp.objects.get(pk=created["ID"]))
+    other = outsider.client.post("/v1/apps", APP, format="json").json()
+    # when the other app introspects the token, it learns nothing (as for a token that does not exist)
+    foreign = Client().post(
+        "/oauth/introspect",
+        {"token": token.plaintext, "client_id": other["clientID"], "client_secret": other["clientSecret"]},
+    )
+    assert foreign.status_code == 200 and foreign.json() == {"active": False}
+    # also with its credentials in the Basic header, and a wrong secret of the token's app in the body
+    basic = base64.b64encode(f"{other['clientID']}:{other['clientSecret']}".encode()).decode()
+    mixed = Client().post(
+        "/oauth/introspect",
+        {"token": token.plaintext, "client_id": created["clientID"], "client_secret": "wrong"},
+        HTTP_AUTHORIZATION=f"Basic {basic}",
+    )
+    assert mixed.json() == {"active": False}
+    # when the token's own app introspects it, it is active
+    own = Client().post(
+        "/oauth/introspect",
+        {
+            "token": token.plaintext,
+            "client_id": created["clientID"],
+            "client_secret": created["clientSecret"],
+        },
+    )
+    assert own.json()["active"] is True and own.json()["username"] == owner.account.email

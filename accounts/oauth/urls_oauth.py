@@ -7,14 +7,14 @@ from django.urls import path
 from oauth2_provider import views as dot
 
 from accounts import passwords
-from accounts.oauth.views import ConsentView, logout_page
+from accounts.oauth.views import ConsentView, IntrospectView, logout_page
 
 oauth_patterns = (
     [
         path("authorize", ConsentView.as_view(), name="authorize"),
         path("token", dot.TokenView.as_view(), name="token"),
         path("revoke_token", dot.RevokeTokenView.as_view(), name="revoke-token"),
-        path("introspect", dot.IntrospectTokenView.as_view(), name="introspect"),
+        path("introspect", IntrospectView.as_view(), name="introspect"),
     ],
     "oauth2_provider",
 )
