@@ -333,3 +333,15 @@ def test_agent_list_runs_a_constant_number_of_queries(owner, license, django_ass
 def test_only_owners_bulk_update_agents(personas, role, expected):
     body = {"ids": [str(personas["viewer"].agent.pk)], "fields": {"flags": {"visitedWelcomeTutorial": True}}}
     assert personas[role].client.patch("/v1/agents", body, format="json").status_code == expected
+
+
+def test_the_audit_log_does_not_name_the_account_of_an_added_address(owner, outsider):
+    from audit.models import AuditEntry
+
+    # the admin's audit pages show an entry's changes to the license's staff: no accountID in them
+    created = owner.client.post(
+        "/v1/agents", {"email": outsider.account.email, "roles": ["normal"]}, format="json"
+    )
+    entry = AuditEntry.objects.get(target="agents", action="create", object_id=created.json()["ID"])
+    assert entry.changes["email"]["after"] == outsider.account.email
+    assert "accountID" not in entry.changes and str(outsider.account.pk) not in str(entry.changes)

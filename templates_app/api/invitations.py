@@ -5,6 +5,7 @@ OAuth token can (no scope covers it: an app never joins its user to another lice
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
+from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -29,7 +30,9 @@ class InvitationAcceptedSerializer(serializers.Serializer):
 
 
 class InvitationAcceptView(APIView):
-    permission_classes = [CredentialsOptional]
+    # AllowAny: anyone with the link (and the OpenAPI document says so); CredentialsOptional: credentials, when
+    # sent, must be able to write (both must pass).
+    permission_classes = [AllowAny, CredentialsOptional]
     license_required = False  # an account without a membership yet accepts its first one
 
     @extend_schema(request=InvitationAcceptSerializer, responses=InvitationAcceptedSerializer)
