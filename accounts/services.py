@@ -376,14 +376,11 @@ def agent_create(
     account = account_get_or_create(email=email, name=fields.get("name", ""))
     agent = Agent(license=license, account=account, email=email, roles=roles)
     _apply_agent_fields(agent, fields)
-    agent.status = STATUS_INVITED
-    if agent.status == STATUS_ACTIVE:
-        _ensure_seat(license)
+    agent.status = STATUS_INVITED  # takes no seat until it accepts (agent_activate)
     stamp_create(agent)
     agent.save()
     _set_agent_relations(agent, teams, autoassignment_teams, transaction_id)
-    if agent.status == STATUS_INVITED:
-        agent_invited.send(sender=Agent, agent=agent)  # the e-mail app invites them (after commit)
+    agent_invited.send(sender=Agent, agent=agent)  # the e-mail app invites them (after commit)
     return agent
 
 
