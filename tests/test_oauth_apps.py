@@ -473,3 +473,20 @@ def test_a_client_introspects_only_its_own_tokens(owner, license, outsider):
         },
     )
     assert own.json()["active"] is True and own.json()["username"] == owner.account.email
+
+
+@pytest.mark.parametrize(
+    ("granted", "app_scopes", "writes", "expected"),
+    [
+        (["tickets--all:rw"], ["tickets--all:ro"], True, ("tickets--all:ro",)),
+        (["tickets--all:rw"], ["tickets--my:rw"], True, ("tickets--my:rw",)),
+        (["tickets--all:rw", "tags--all:ro"], ["tickets--all:rw"], True, ("tickets--all:rw",)),
+        (["tickets--all:rw"], ["tickets--all:rw"], False, ("tickets--all:ro",)),  # a viewer never writes
+        (["tickets--all:ro"], ["tickets--all:rw", "tags--all:rw"], True, ("tickets--all:ro",)),  # no widening
+        (["tickets--all:rw"], ["teams--all:rw"], True, ()),
+    ],
+)
+def test_a_tokens_scopes_are_its_grant_met_with_the_app_and_the_role(granted, app_scopes, writes, expected):
+    from accounts.oauth.scopes import effective
+
+    assert effective(granted, app_scopes=app_scopes, writes=writes) == expected
