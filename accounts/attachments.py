@@ -4,7 +4,8 @@ serves both (`GET /v1/attachments/{token}/{name}`).
 Files are never served from a public path (nothing serves MEDIA_URL): a download names the attachment's token
 (random, 192 bits) and its name, and is allowed
 
-* with API credentials of the attachment's license (the caller's license, as every API read), or
+* with API credentials of the attachment's license (the caller's license, as every API read; an OAuth token
+  needs a `tickets` scope, as every route checks), or
 * with a `?sig=` that `signed_attachment_url()` made (django.core.signing, expiring after
   HELPDESK_ATTACHMENT_LINK_MAX_AGE_SECONDS, 7 days by default): what an e-mail or an `<img>` carries, or
 * in a browser signed in to the admin as a staff member of the license (or a superuser).
@@ -28,6 +29,7 @@ from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.views import APIView
 
 from accounts.models import Attachment
+from helpdesk.api.permissions import CredentialsOptional
 
 DEFAULT_LINK_MAX_AGE_SECONDS = 7 * 24 * 3600
 _SALT = "helpdesk.attachment-download"
@@ -100,7 +102,9 @@ class _IgnoreAccept(BaseContentNegotiation):
 
 
 class AttachmentDownloadView(APIView):
-    permission_classes: list = []  # decided in get(): a signature, the license's credentials or staff session
+    # API credentials pass the scope and role check of every route (a token must cover tickets); a signature
+    # or the admin's session are decided in get().
+    permission_classes = [CredentialsOptional]
     content_negotiation_class = _IgnoreAccept
 
     def initialize_request(self, request, *args, **kwargs):

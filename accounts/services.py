@@ -367,25 +367,20 @@ def agent_create(
     transaction_id=None,
     **fields,
 ) -> Agent:
-    """An agent for `email`. An e-mail that already has an account is always `invited` (whatever `status` says)
-    until that person accepts: no owner can make someone else's account an active member of their license. A
-    new account may start `active` (nobody holds it yet; it signs in through the invitation or a reset)."""
+    """An agent for `email`, always `invited` (whatever `status` says) until the person accepts the e-mailed
+    invitation: an account belongs to whoever proves the address, never to the license that typed it, and
+    whether the address already has an account shows nowhere (the same status, the same response)."""
     email = email.strip().lower()
     if Agent.objects.for_license(license).filter(email__iexact=email).exists():
         raise field_error("email", "An agent with this e-mail already exists in this license.", code="unique")
-    existing = Account.objects.filter(email__iexact=email).exists()
     account = account_get_or_create(email=email, name=fields.get("name", ""))
     agent = Agent(license=license, account=account, email=email, roles=roles)
     _apply_agent_fields(agent, fields)
-    if existing:
-        agent.status = STATUS_INVITED
-    if agent.status == STATUS_ACTIVE:
-        _ensure_seat(license)
+    agent.status = STATUS_INVITED  # takes no seat until it accepts (agent_activate)
     stamp_create(agent)
     agent.save()
     _set_agent_relations(agent, teams, autoassignment_teams, transaction_id)
-    if agent.status == STATUS_INVITED:
-        agent_invited.send(sender=Agent, agent=agent)  # the e-mail app invites them (after commit)
+    agent_invited.send(sender=Agent, agent=agent)  # the e-mail app invites them (after commit)
     return agent
 
 

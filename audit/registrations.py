@@ -26,6 +26,8 @@ register(
         "signature_attachments": "signature.attachments",
     },
     names={"signature_text": "signature.text", "signature_rich_text": "signature.richTextObj"},
+    # which account an address belongs to is not the inviting license's to learn (issue 36, docs/api.md)
+    exclude=("account",),
 )
 register(Team, target="teams", m2m={"autoassignment_agents": "autoassignmentAgentIDs"})
 

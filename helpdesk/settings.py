@@ -440,6 +440,7 @@ OAUTH2_PROVIDER = {
     # Tokens are stored as their SHA-256 only, as personal access tokens are.
     "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
     "SCOPES_BACKEND_CLASS": "accounts.oauth.scopes.ScopesBackend",
+    "OAUTH2_VALIDATOR_CLASS": "accounts.oauth.validators.Validator",  # a refresh narrows to the app's scopes
     "REQUEST_APPROVAL_PROMPT": "force",  # an owner approves every grant on the consent page
     # OAuth 2.0 Security BCP (RFC 9700): no implicit or password grant, S256 only, no tokens in URLs, `iss` in
     # the authorization response, refresh-token replay detection (a reused refresh token revokes its family).

@@ -128,6 +128,13 @@ class InvitationAdmin(ReadOnlyLicenseScopedAdmin):
     search_fields = ("agent__email",)
     ordering = ("-created_at",)
 
+    def has_delete_permission(self, request, obj=None):
+        # Never deleted by hand, but they go with their agent: deleting an invited agent (every new agent is,
+        # issue 36) must not be refused for the invitation its deletion takes along.
+        if obj is None:
+            return False
+        return LicenseScopedAdmin.has_delete_permission(self, request, obj)
+
 
 @admin.register(ReplyAddress)
 class ReplyAddressAdmin(LicenseScopedAdmin):

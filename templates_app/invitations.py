@@ -4,8 +4,8 @@ The link carries the `Invitation` row's ID signed with a TimestampSigner (own sa
 and expires after `HELPDESK_INVITATION_MAX_AGE_DAYS`. The row makes it single-use: accepting stamps
 `accepted_at`, re-inviting stamps `revoked_at` on every earlier invitation of the agent.
 
-Accepting proves that the person reads that mailbox. For a new account (no password, no token, no other active
-membership) it returns the first personal access token and may set the password. An account that is already
+Accepting proves that the person reads that mailbox. For an account nobody holds yet (no password, no token;
+memberships other licenses created for the address do not count) it returns the first personal access token and may set the password. An account that is already
 in use must accept while authenticated as itself, so that a leaked invitation link cannot take it over.
 """
 
@@ -20,7 +20,7 @@ from django.core import signing
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
-from accounts.models import STATUS_ACTIVE, STATUS_INVITED, Agent, License
+from accounts.models import STATUS_INVITED, Agent, License
 from helpdesk.context import current_actor
 from helpdesk.errors import Conflict, Forbidden, Invalid, field_error
 from helpdesk.transactions import unit_of_work
@@ -106,11 +106,10 @@ def _invalid() -> Invalid:
 
 
 def _account_in_use(account) -> bool:
-    return (
-        account.has_usable_password()
-        or account.tokens.filter(revoked_at__isnull=True).exists()
-        or account.memberships.filter(status=STATUS_ACTIVE).exists()
-    )
+    """Whether someone already holds the account's credentials. A membership is no credential: a license that
+    typed the address first (an agent created for it) does not make the account theirs or lock its person out;
+    whoever proves the address with this link (or a password reset) takes it."""
+    return account.has_usable_password() or account.tokens.filter(revoked_at__isnull=True).exists()
 
 
 @unit_of_work

@@ -42,9 +42,11 @@ def make_grant(license, *, agent=None, scopes=("tickets--all:rw",), app=None, ex
     set_token_value(token, plaintext)  # DOT keeps only its checksum (COMPLIANT_BCP_RFC9700_TOKEN_STORAGE)
     token.save()
     refresh = get_refresh_token_model()(user=agent.account, application=app.application, access_token=token)
-    set_token_value(refresh, secrets.token_urlsafe(30))
+    refresh_plaintext = secrets.token_urlsafe(30)
+    set_token_value(refresh, refresh_plaintext)
     refresh.save()
     token.plaintext = plaintext
+    token.refresh_plaintext = refresh_plaintext
     return token
 
 

@@ -3,6 +3,7 @@ never a server error, and nothing of a refused change is saved (nor audited)."""
 
 import pytest
 
+from accounts import services
 from accounts.models import Agent, Team
 from templates_app.models import Template
 from tests.admin_helpers import error_text, form_data
@@ -112,25 +113,27 @@ def test_with_a_second_owner_the_first_can_be_demoted(superuser, owner):
     assert owner.agent.roles == ["normal"]
 
 
-def test_an_agent_beyond_the_seats_is_a_form_error(superuser, license, settings):
+def test_an_agent_added_in_the_admin_is_invited_and_takes_a_seat_only_by_accepting(
+    superuser, license, settings
+):
+    from helpdesk.errors import Conflict
+
     # given every seat of the (implicit trial) allowance taken
     settings.BILLING_TRIAL_SEATS = 2
     AgentFactory(license=license)
-    # when one more active agent is added
+    # when one more agent is added, even as `active`
     response = superuser.post(
         "/admin/accounts/agent/add/",
         {"license": license.pk, "email": "extra@example.com", "roles": ["normal"], "status": "active"},
     )
-    # then the form says so and there is no such agent
-    assert response.status_code == 200
-    assert "seats" in error_text(response)
-    assert not Agent.objects.filter(email="extra@example.com").exists()
-    # an invited one does not take a seat
-    response = superuser.post(
-        "/admin/accounts/agent/add/",
-        {"license": license.pk, "email": "extra@example.com", "roles": ["normal"], "status": "invited"},
-    )
+    # then it is invited (only the person who proves the address makes it active, issue 36), taking no seat
     assert response.status_code == 302
+    agent = Agent.objects.get(email="extra@example.com")
+    assert agent.status == "invited"
+    # and its acceptance finds no seat
+    with pytest.raises(Conflict) as refused:
+        services.agent_activate(agent=agent)
+    assert refused.value.code == "seat_limit_reached"
 
 
 def test_an_invited_agent_cannot_be_activated_in_the_admin(superuser, license):

@@ -201,3 +201,28 @@ def test_the_ticket_list_runs_as_many_queries_for_many_tickets(
         services.ticket_update(ticket=ticket, message={"text": f"reply {i}"})
     with django_assert_max_num_queries(len(one)):
         client.get(f"{URL}{ticket.pk}/change/")
+
+
+HTML_WITH_PIXEL = (
+    '<p>Hello <b>there</b></p><img src="https://tracker.example/open.gif?id=42" alt="[logo]" width="1">'
+    '<img src="cid:part1@mail" alt="inline"><img src="//cdn.example/x.png" alt="">'
+)
+
+
+def test_remote_images_of_a_message_show_only_on_demand(superuser, license):
+    # given a received message whose HTML carries a tracking pixel
+    ticket = TicketFactory(license=license)
+    Message.objects.filter(ticket=ticket).update(rich_text_html=HTML_WITH_PIXEL)
+    url = f"{URL}{ticket.pk}/change/"
+    # when an agent opens the ticket
+    page = superuser.get(url).content.decode()
+    # then the HTML shows without the remote images, and a link offers them
+    assert "<b>there</b>" in page
+    assert "tracker.example" not in page and "cdn.example" not in page
+    assert 'alt="[logo]"' in page and 'src="cid:part1@mail"' in page
+    assert "2 remote images hidden" in page and 'href="?images=show"' in page
+    # when the agent asks for the images, they are shown
+    shown = superuser.get(url, {"images": "show"}).content.decode()
+    assert 'src="https://tracker.example/open.gif?id=42"' in shown and "remote images hidden" not in shown
+    # and the stored message stays as received
+    assert Message.objects.get(ticket=ticket).rich_text_html == HTML_WITH_PIXEL

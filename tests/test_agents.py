@@ -60,8 +60,9 @@ def test_an_existing_account_joins_as_a_new_agent(owner, outsider):
         "/v1/agents", {"email": outsider.account.email, "roles": ["viewer"]}, format="json"
     )
     assert response.status_code == 201
-    assert response.json()["accountID"] == str(outsider.account.pk)
+    assert response.json()["accountID"] is None  # until that person accepts (issue 36: no enumeration)
     assert response.json()["status"] == "invited"
+    assert Agent.objects.get(pk=response.json()["ID"]).account_id == outsider.account.pk
 
 
 def test_no_owner_can_make_someone_elses_account_an_active_member(
@@ -96,11 +97,40 @@ def test_no_owner_can_make_someone_elses_account_an_active_member(
     assert Agent.objects.get(pk=agent_id).status == "invited"
 
 
-def test_a_new_account_may_start_active(owner):
+def test_a_new_address_is_invited_too(owner):
+    # an account belongs to whoever proves the address (issue 36): no license makes it an active member
     response = owner.client.post(
         "/v1/agents", {"email": "fresh@example.com", "roles": ["normal"], "status": "active"}, format="json"
     )
-    assert response.status_code == 201 and response.json()["status"] == "active"
+    assert response.status_code == 201 and response.json()["status"] == "invited"
+    assert response.json()["accountID"] is None
+
+
+def test_creating_an_agent_does_not_tell_whether_the_address_has_an_account(
+    owner, outsider, eager_tasks, django_capture_on_commit_callbacks
+):
+    from django.core import mail as django_mail
+
+    # when the owner adds an address with an account (another license's owner) and one without
+    with django_capture_on_commit_callbacks(execute=True):
+        existing = owner.client.post(
+            "/v1/agents", {"email": outsider.account.email, "roles": ["normal"]}, format="json"
+        )
+        fresh = owner.client.post(
+            "/v1/agents", {"email": "nobody@example.com", "roles": ["normal"]}, format="json"
+        )
+    # then both answers are the same but for the agent's own fields: no accountID, the same status
+    assert existing.status_code == fresh.status_code == 201
+    varying = {"ID", "email", "createdAt", "updatedAt"}
+    assert {k: v for k, v in existing.json().items() if k not in varying} == {
+        k: v for k, v in fresh.json().items() if k not in varying
+    }
+    assert existing.json()["accountID"] is None and existing.json()["status"] == "invited"
+    # nor does a later read, and both people got the same invitation
+    assert owner.client.get(f"/v1/agents/{existing.json()['ID']}").json()["accountID"] is None
+    assert sorted(m.to[0] for m in django_mail.outbox) == sorted(
+        [outsider.account.email, "nobody@example.com"]
+    )
 
 
 def test_an_agent_email_is_unique_within_the_license(owner, agent):
@@ -303,3 +333,15 @@ def test_agent_list_runs_a_constant_number_of_queries(owner, license, django_ass
 def test_only_owners_bulk_update_agents(personas, role, expected):
     body = {"ids": [str(personas["viewer"].agent.pk)], "fields": {"flags": {"visitedWelcomeTutorial": True}}}
     assert personas[role].client.patch("/v1/agents", body, format="json").status_code == expected
+
+
+def test_the_audit_log_does_not_name_the_account_of_an_added_address(owner, outsider):
+    from audit.models import AuditEntry
+
+    # the admin's audit pages show an entry's changes to the license's staff: no accountID in them
+    created = owner.client.post(
+        "/v1/agents", {"email": outsider.account.email, "roles": ["normal"]}, format="json"
+    )
+    entry = AuditEntry.objects.get(target="agents", action="create", object_id=created.json()["ID"])
+    assert entry.changes["email"]["after"] == outsider.account.email
+    assert "accountID" not in entry.changes and str(outsider.account.pk) not in str(entry.changes)

@@ -53,7 +53,7 @@ def test_admin_agent_add_change_delete_and_bulk_delete_are_audited(admin_client,
     with entries_written() as written:
         response = admin_client.post(
             f"/admin/accounts/agent/{agent.pk}/change/",
-            {"name": "Renamed", "roles": ["normal"], "status": "active", "job_title": ""},
+            {"name": "Renamed", "roles": ["normal"], "status": "invited", "job_title": ""},
         )
     assert response.status_code == 302, response.content
     entry = written.one()

@@ -51,10 +51,14 @@ def test_creating_an_invited_agent_emails_the_invitation(owner, invited):
     assert invited.status == STATUS_INVITED
 
 
-def test_an_active_agent_gets_no_invitation(owner, eager_tasks, django_capture_on_commit_callbacks):
+def test_every_new_agent_is_invited(owner, eager_tasks, django_capture_on_commit_callbacks):
+    # even when the body asks for `active`: only the person who proves the address makes it active (issue 36)
     with django_capture_on_commit_callbacks(execute=True):
-        owner.client.post("/v1/agents", {"email": "a@example.com", "roles": ["normal"]}, format="json")
-    assert django_mail.outbox == []
+        response = owner.client.post(
+            "/v1/agents", {"email": "a@example.com", "roles": ["normal"], "status": "active"}, format="json"
+        )
+    assert response.json()["status"] == "invited"
+    assert [sent.to for sent in django_mail.outbox] == [["a@example.com"]]
 
 
 def test_accepting_activates_the_agent_and_returns_a_first_token(invited):
@@ -164,8 +168,9 @@ def test_an_outsider_cannot_reinvite(outsider, invited):
 def test_an_existing_account_accepts_only_while_signed_in(
     owner, other_license, eager_tasks, django_capture_on_commit_callbacks
 ):
-    # given the owner of another license is invited here
+    # given the owner of another license, who holds a token, is invited here
     other_owner = other_license.agents.get()
+    _, pat = services.token_issue(account=other_owner.account)
     with django_capture_on_commit_callbacks(execute=True):
         invited = _invite(owner, email=other_owner.email)
     token = _token_from(django_mail.outbox[0])
@@ -173,7 +178,6 @@ def test_an_existing_account_accepts_only_while_signed_in(
     refused = anonymous().post(ACCEPT, {"token": token, "password": "correct horse battery"}, format="json")
     assert refused.status_code == 403
     # when the account itself accepts, the membership is active and no new token is handed out
-    _, pat = services.token_issue(account=other_owner.account)
     accepted = api_client(other_owner.account_id, pat).post(ACCEPT, {"token": token}, format="json")
     assert accepted.status_code == 200 and accepted.json()["token"] is None
     invited.refresh_from_db()
@@ -195,3 +199,99 @@ def test_the_link_of_a_deleted_agent_is_invalid(owner, invited):
     assert owner.client.delete(f"/v1/agents/{invited.pk}").status_code == 204
     response = anonymous().post(ACCEPT, {"token": token}, format="json")
     assert response.status_code == 400 and response.json()["code"] == "invitation_invalid"
+
+
+def test_a_read_only_personal_token_cannot_accept(
+    owner, other_license, eager_tasks, django_capture_on_commit_callbacks
+):
+    # given the owner of another license is invited here and holds a token with only `accounts--my:ro`
+    other_owner = other_license.agents.get()
+    with django_capture_on_commit_callbacks(execute=True):
+        invited = _invite(owner, email=other_owner.email)
+    token = _token_from(django_mail.outbox[0])
+    _, read_only = services.token_issue(account=other_owner.account, scopes=["accounts--my:ro"])
+    # when that token accepts, it is refused: accepting is a write
+    response = api_client(other_owner.account_id, read_only).post(ACCEPT, {"token": token}, format="json")
+    assert response.status_code == 403 and response.json()["code"] == "insufficient_scope"
+    invited.refresh_from_db()
+    assert invited.status == STATUS_INVITED
+    assert Invitation.objects.get(agent=invited).accepted_at is None
+
+
+def test_no_oauth_token_accepts_an_invitation(
+    owner, other_license, eager_tasks, django_capture_on_commit_callbacks
+):
+    from tests.oauth_helpers import bearer_client, make_grant
+
+    # given the owner of another license approved an app for tags there, and is invited here
+    other_owner = other_license.agents.get()
+    grant = make_grant(other_license, agent=other_owner, scopes=("tags--all:rw",))
+    with django_capture_on_commit_callbacks(execute=True):
+        invited = _invite(owner, email=other_owner.email)
+    token = _token_from(django_mail.outbox[0])
+    # when the app accepts the invitation with its token, it is refused (no scope covers joining a license)
+    response = bearer_client(grant.plaintext).post(ACCEPT, {"token": token}, format="json")
+    assert response.status_code == 403 and response.json()["code"] == "insufficient_scope"
+    invited.refresh_from_db()
+    assert invited.status == STATUS_INVITED
+
+
+def test_an_address_another_license_typed_first_is_still_its_persons(
+    owner, other_license, eager_tasks, django_capture_on_commit_callbacks
+):
+    from tests.factories import AgentFactory
+
+    # given license A made an active agent for an address nobody had proved (as it could before issue 36)
+    account = services.account_get_or_create(email="pat@example.com")
+    squatter = AgentFactory(license=other_license, account=account, email=account.email, status=STATUS_ACTIVE)
+    # when this license invites the same person, who accepts the link without signing in
+    with django_capture_on_commit_callbacks(execute=True):
+        invited = _invite(owner, email="pat@example.com")
+    token = _token_from(django_mail.outbox[0])
+    response = anonymous().post(ACCEPT, {"token": token, "password": "correct horse battery"}, format="json")
+    # then the link proves the address: the person gets the account's first token and password
+    assert response.status_code == 200, response.content
+    assert response.json()["token"].startswith("hdp_")
+    invited.refresh_from_db()
+    assert invited.status == STATUS_ACTIVE
+    account.refresh_from_db()
+    assert account.check_password("correct horse battery")
+    header = {"HTTP_X_LICENSE_ID": str(owner.license.pk)}
+    assert api_client(account.pk, response.json()["token"]).get("/v1/teams", **header).status_code == 200
+    assert squatter.account_id == account.pk  # license A's membership is the person's to keep or leave
+
+
+def test_a_password_reset_by_email_works_for_an_account_without_a_password(db, settings, client):
+    from tests.factories import AgentFactory, LicenseFactory
+
+    # given an account a license created for an address (no password, no token)
+    settings.HELPDESK_APP_URL = "https://desk.example.com"
+    account = services.account_get_or_create(email="pat@example.com")
+    AgentFactory(license=LicenseFactory(), account=account, email=account.email)
+    assert not account.has_usable_password()
+    # when its person asks for a reset
+    assert client.get("/accounts/login/").content.count(b"/accounts/password_reset/") == 1
+    asked = client.post("/accounts/password_reset/", {"email": "PAT@example.com"})
+    assert asked.status_code == 302 and asked["Location"] == "/accounts/password_reset/done/"
+    # then a real mail with a single-use link went to the address
+    [sent] = django_mail.outbox
+    assert sent.to == ["pat@example.com"] and sent.subject == "Choose your HelpDesk password"
+    link = re.search(r"https://desk\.example\.com(/accounts/reset/\S+)", sent.body).group(1)
+    form = client.get(link, follow=True)
+    assert form.status_code == 200 and b"new_password1" in form.content
+    done = client.post(
+        form.redirect_chain[-1][0],
+        {"new_password1": "correct horse battery", "new_password2": "correct horse battery"},
+    )
+    assert done.status_code == 302 and done["Location"] == "/accounts/reset/done/"
+    account.refresh_from_db()
+    assert account.check_password("correct horse battery")
+    assert client.login(username="pat@example.com", password="correct horse battery")
+    # and the link works once
+    assert b"not valid any more" in client.get(link, follow=True).content
+
+
+def test_a_password_reset_for_an_unknown_address_sends_nothing_and_says_the_same(db, client):
+    asked = client.post("/accounts/password_reset/", {"email": "nobody@example.com"})
+    assert asked.status_code == 302 and asked["Location"] == "/accounts/password_reset/done/"
+    assert django_mail.outbox == []

@@ -364,3 +364,154 @@ class TestAppResource(ResourceTests):
             "scopes": {"before": ["tickets--all:rw", "teams--all:ro"], "after": ["tickets--my:ro"]}
         },
     )
+
+
+def _refresh(created, refresh_token):
+    client_auth = {"client_id": created["clientID"], "client_secret": created["clientSecret"]}
+    body = {"grant_type": "refresh_token", "refresh_token": refresh_token, **client_auth}
+    return Client().post("/oauth/token", body)
+
+
+def test_narrowing_an_app_narrows_its_tokens_at_once_and_at_refresh(owner, license):
+    # given an app with a read-write tickets grant
+    created = owner.client.post("/v1/apps", APP, format="json").json()
+    app = LicenseApp.objects.get(pk=created["ID"])
+    token = make_grant(license, agent=owner.agent, app=app, scopes=("tickets--all:rw", "teams--all:ro"))
+    ticket = {"subject": "Hi", "requester": {"email": "ann@example.com"}, "message": {"text": "x"}}
+    assert bearer_client(token.plaintext).post("/v1/tickets", ticket, format="json").status_code == 201
+    # when the owner narrows the app to reading tickets
+    patched = owner.client.patch(f"/v1/apps/{created['ID']}", {"scopes": ["tickets--all:ro"]}, format="json")
+    assert patched.status_code == 200
+    # then the old token reads and no longer writes, nor reads teams
+    old = bearer_client(token.plaintext)
+    refused = old.post("/v1/tickets", ticket, format="json")
+    assert refused.status_code == 403 and refused.json()["code"] == "insufficient_scope"
+    assert old.get("/v1/tickets").status_code == 200
+    assert old.get("/v1/teams").status_code == 403
+    # and a refresh hands out the narrowed scope, not the old one
+    refreshed = _refresh(created, token.refresh_plaintext)
+    assert refreshed.status_code == 200, refreshed.content
+    assert refreshed.json()["scope"] == "tickets--all:ro"
+    new = bearer_client(refreshed.json()["access_token"])
+    assert new.post("/v1/tickets", ticket, format="json").status_code == 403
+    # and widening the app again gives back no more than the grant had
+    owner.client.patch(
+        f"/v1/apps/{created['ID']}", {"scopes": ["tickets--all:rw", "tags--all:rw"]}, format="json"
+    )
+    assert new.get("/v1/tags").status_code == 403
+
+
+def test_a_demoted_approvers_token_refreshes_read_only(owner, license):
+    from tests.factories import AgentFactory
+
+    created = owner.client.post("/v1/apps", APP, format="json").json()
+    app = LicenseApp.objects.get(pk=created["ID"])
+    approver = AgentFactory(license=license, roles=["owner"])
+    token = make_grant(license, agent=approver, app=app, scopes=("tickets--all:rw",))
+    # when the approving owner is made a viewer
+    assert (
+        owner.client.patch(f"/v1/agents/{approver.pk}", {"roles": ["viewer"]}, format="json").status_code
+        == 200
+    )
+    # then the refresh returns a read-only scope
+    refreshed = _refresh(created, token.refresh_plaintext)
+    assert refreshed.status_code == 200 and refreshed.json()["scope"] == "tickets--all:ro"
+
+
+def _authorize_query(app, challenge, **extra):
+    return {
+        "response_type": "code", "client_id": app.application.client_id, "redirect_uri": REDIRECT_URI,
+        "scope": "tickets--all:rw", "code_challenge": challenge, "code_challenge_method": "S256", **extra,
+    }  # fmt: skip
+
+
+def _signed_in(agent) -> Client:
+    agent.account.set_password("correct horse battery")
+    agent.account.save()
+    browser = Client()
+    assert browser.login(username=agent.account.email, password="correct horse battery")
+    return browser
+
+
+def test_approval_prompt_auto_never_skips_the_consent_page(license, owner):
+    # given an owner who approved the app before (a live token)
+    app = make_app(license)
+    make_grant(license, agent=owner.agent, app=app)
+    browser = _signed_in(owner.agent)
+    _verifier, challenge = _pkce()
+    # when the app asks to skip the page
+    response = browser.get("/oauth/authorize", _authorize_query(app, challenge, approval_prompt="auto"))
+    # then the owner sees the consent page, no code is issued
+    assert response.status_code == 200 and b"Acme CRM" in response.content
+    assert "code=" not in response.get("Location", "")
+
+
+@pytest.mark.parametrize("method", ["head", "get"])
+def test_a_demoted_agent_gets_no_code_by_any_method(license, method):
+    from tests.factories import AgentFactory
+
+    # given an owner who approved the app, and has been made a normal agent since
+    app = make_app(license)
+    agent = AgentFactory(license=license, roles=["owner"])
+    make_grant(license, agent=agent, app=app)
+    Agent.objects.filter(pk=agent.pk).update(roles=[ROLE_NORMAL])
+    browser = _signed_in(agent)
+    _verifier, challenge = _pkce()
+    # when the app's authorize URL is requested with approval_prompt=auto
+    response = getattr(browser, method)(
+        "/oauth/authorize", _authorize_query(app, challenge, approval_prompt="auto")
+    )
+    # then no code: a refusal (GET) or a method not allowed (HEAD)
+    assert response.status_code in (403, 405), response.status_code
+    assert "code=" not in response.get("Location", "")
+    from oauth2_provider.models import get_grant_model
+
+    assert not get_grant_model().objects.exists()
+
+
+def test_a_client_introspects_only_its_own_tokens(owner, license, outsider):
+    # given an app of this license with a live token, and another license's app
+    created = owner.client.post("/v1/apps", APP, format="json").json()
+    token = make_grant(license, agent=owner.agent, app=LicenseApp.objects.get(pk=created["ID"]))
+    other = outsider.client.post("/v1/apps", APP, format="json").json()
+    # when the other app introspects the token, it learns nothing (as for a token that does not exist)
+    foreign = Client().post(
+        "/oauth/introspect",
+        {"token": token.plaintext, "client_id": other["clientID"], "client_secret": other["clientSecret"]},
+    )
+    assert foreign.status_code == 200 and foreign.json() == {"active": False}
+    # also with its credentials in the Basic header, and a wrong secret of the token's app in the body
+    basic = base64.b64encode(f"{other['clientID']}:{other['clientSecret']}".encode()).decode()
+    mixed = Client().post(
+        "/oauth/introspect",
+        {"token": token.plaintext, "client_id": created["clientID"], "client_secret": "wrong"},
+        HTTP_AUTHORIZATION=f"Basic {basic}",
+    )
+    assert mixed.json() == {"active": False}
+    # when the token's own app introspects it, it is active
+    own = Client().post(
+        "/oauth/introspect",
+        {
+            "token": token.plaintext,
+            "client_id": created["clientID"],
+            "client_secret": created["clientSecret"],
+        },
+    )
+    assert own.json()["active"] is True and own.json()["username"] == owner.account.email
+
+
+@pytest.mark.parametrize(
+    ("granted", "app_scopes", "writes", "expected"),
+    [
+        (["tickets--all:rw"], ["tickets--all:ro"], True, ("tickets--all:ro",)),
+        (["tickets--all:rw"], ["tickets--my:rw"], True, ("tickets--my:rw",)),
+        (["tickets--all:rw", "tags--all:ro"], ["tickets--all:rw"], True, ("tickets--all:rw",)),
+        (["tickets--all:rw"], ["tickets--all:rw"], False, ("tickets--all:ro",)),  # a viewer never writes
+        (["tickets--all:ro"], ["tickets--all:rw", "tags--all:rw"], True, ("tickets--all:ro",)),  # no widening
+        (["tickets--all:rw"], ["teams--all:rw"], True, ()),
+    ],
+)
+def test_a_tokens_scopes_are_its_grant_met_with_the_app_and_the_role(granted, app_scopes, writes, expected):
+    from accounts.oauth.scopes import effective
+
+    assert effective(granted, app_scopes=app_scopes, writes=writes) == expected

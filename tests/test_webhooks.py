@@ -145,6 +145,14 @@ def test_an_outsider_sees_none_of_them(owner, outsider, public_dns):
         "http://224.0.0.1/hook",
         "http://100.64.0.1/hook",
         "http://240.0.0.1/hook",
+        # IPv6 forms that carry a private IPv4 address to a relay or translator (issue 36)
+        "http://[2002:7f00:1::1]/hook",  # 6to4 of 127.0.0.1
+        "http://[2002:a00:1::1]/hook",  # 6to4 of 10.0.0.1
+        "http://[2002:a9fe:a9fe::1]/hook",  # 6to4 of the cloud metadata address
+        "http://[64:ff9b::7f00:1]/hook",  # NAT64 of 127.0.0.1
+        "http://[64:ff9b::a9fe:a9fe]/hook",  # NAT64 of 169.254.169.254
+        "http://[::ffff:a00:1]/hook",  # IPv4-mapped 10.0.0.1
+        "http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/hook",  # Teredo, client 127.0.0.1
     ],
 )
 def test_urls_into_the_hosts_network_are_refused(owner, settings, url):
@@ -184,6 +192,41 @@ def test_a_name_resolving_to_a_private_address_is_refused_at_create_and_update(o
 def test_only_http_and_https_urls(owner, public_dns, url):
     response = _create(owner, url=url)
     assert response.status_code == 400 and list(response.json()["details"]) == ["url"]
+
+
+@pytest.mark.parametrize("char", ["\r\n", "\n", "\r", "\t", "\x00", "\x7f", "\x85"])
+def test_a_url_with_a_control_character_is_refused_naming_url(owner, public_dns, char):
+    # urlsplit() drops CR, LF and tab silently: the URL would be stored with them and sent without
+    response = _create(owner, url=f"https://hooks.example.com/a{char}X-Injected: 1")
+    assert response.status_code == 400, response.content
+    assert list(response.json()["details"]) == ["url"]
+    hook = _create(owner).json()
+    patched = owner.client.patch(
+        f"/v1/webhooks/{hook['ID']}", {"url": f"https://h.example.com/{char}x"}, format="json"
+    )
+    assert patched.status_code == 400 and list(patched.json()["details"]) == ["url"]
+    assert Webhook.objects.get().url == "https://hooks.example.com/helpdesk"
+
+
+def test_a_6to4_address_is_refused_at_delivery_too(settings, monkeypatch):
+    # the guard runs before every attempt: a name that resolves to a 6to4 form of loopback is not called
+    from tickets.webhooks import guard
+
+    settings.WEBHOOKS_ALLOW_PRIVATE = False
+    monkeypatch.setattr(
+        socket,
+        "getaddrinfo",
+        lambda host, port, *a, **k: [(socket.AF_INET6, 1, 6, "", ("2002:7f00:1::1", port, 0, 0))],
+    )
+    with pytest.raises(guard.UnsafeURL, match="2002:7f00:1::1"):
+        guard.resolve("https://hooks.example.com/hook")
+    with pytest.raises(guard.UnsafeURL, match="control character"):
+        guard.resolve("https://hooks.example.com/\r\nHost: evil")
+
+
+def test_a_6to4_or_nat64_form_of_a_public_address_is_allowed(owner, settings):
+    settings.WEBHOOKS_ALLOW_PRIVATE = False
+    assert _create(owner, url="http://[2002:808:808::1]/hook").status_code == 201  # 6to4 of 8.8.8.8
 
 
 def test_allow_private_lets_on_premise_receivers_in(owner, settings):

@@ -70,9 +70,10 @@ class AgentAdmin(LicenseScopedAdmin):
         return super().get_queryset(request).prefetch_related("teams")
 
     def get_fieldsets(self, request, obj=None):
-        identity = ("license", "email") if obj is None else ("account", "email")
+        # a new agent is always invited (accounts.services.agent_create): no status to choose when adding
+        identity = ("license", "email") if obj is None else ("account", "email", "status")
         fieldsets = [
-            (None, {"fields": (*identity, "name", "roles", "status", "job_title", "avatar")}),
+            (None, {"fields": (*identity, "name", "roles", "job_title", "avatar")}),
             ("Teams", {"fields": ("teams", "autoassignment", "autoassignment_teams")}),
             ("Signature", {"classes": ("collapse",), "fields": ("signature_text",)}),
         ]

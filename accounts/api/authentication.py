@@ -203,6 +203,8 @@ class OAuthBearerAuthentication(authentication.BaseAuthentication):
     challenge = 'Bearer realm="helpdesk", error="invalid_token"'
 
     def authenticate(self, request):
+        from accounts.oauth.validators import agent_scopes
+
         scheme, _, credentials = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
         if scheme.lower() != "bearer":
             return None
@@ -217,7 +219,8 @@ class OAuthBearerAuthentication(authentication.BaseAuthentication):
         account, application = access_token.user, access_token.application
         grant = OAuthGrant(
             access_token_id=access_token.pk,
-            scopes=tuple(access_token.scope.split()),
+            # what the grant may do now: met with the app's current scopes and the agent's current role
+            scopes=agent_scopes(access_token.scope.split(), license_app=application.license_app, agent=agent),
             app_name=application.name,
         )
         request.token = grant

@@ -132,10 +132,21 @@ class SignatureOutputSerializer(serializers.Serializer):
         return AttachmentOutputSerializer(agent.signature_attachments.all(), many=True).data
 
 
+class ProvenAccountIDField(serializers.UUIDField):
+    """The agent's `accountID` once its person accepted; null while `invited`, so that adding an address tells
+    nobody whether it already has an account (nor hands out that account's ID, half of its credentials)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(source="account_id", read_only=True, allow_null=True, **kwargs)
+
+    def get_attribute(self, agent):
+        return None if agent.status == STATUS_INVITED else agent.account_id
+
+
 class AgentSerializer(StampedOutputSerializer):
     ID = serializers.UUIDField(source="pk", read_only=True)
     licenseID = serializers.IntegerField(source="license_id", read_only=True)
-    accountID = serializers.UUIDField(source="account_id", read_only=True)
+    accountID = ProvenAccountIDField()
     roles = serializers.ListField(child=serializers.ChoiceField(choices=ROLES), read_only=True)
     teamIDs = serializers.SerializerMethodField()
     email = serializers.EmailField(read_only=True)

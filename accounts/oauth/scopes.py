@@ -78,6 +78,32 @@ def allows(scopes, path: str, write: bool) -> bool:
     return False
 
 
+_REACH_ORDER = ("my", "access", "all")
+_MODE_ORDER = ("ro", "rw")
+
+
+def effective(granted, *, app_scopes, writes: bool) -> tuple[str, ...]:
+    """What a token may do now: its grant met with the app's current scopes (an app narrowed to
+    `tickets--all:ro` turns a `tickets--all:rw` grant read-only) and, for an agent whose role never writes
+    (`writes` false: a viewer), read-only. Computed at every authentication and refresh, so narrowing an app
+    or demoting its approver narrows the tokens already out there at once."""
+    result = []
+    for scope in granted:
+        grant = SCOPE_RE.match(scope)
+        if grant is None:
+            continue
+        for allowed in app_scopes:
+            app = SCOPE_RE.match(allowed)
+            if app is None or app["resource"] != grant["resource"]:
+                continue
+            reach = min(grant["reach"], app["reach"], key=_REACH_ORDER.index)
+            mode = min(grant["mode"], app["mode"] if writes else "ro", key=_MODE_ORDER.index)
+            met = f"{grant['resource']}--{reach}:{mode}"
+            if met not in result:
+                result.append(met)
+    return tuple(result)
+
+
 class ScopesBackend(BaseScopes):
     """DOT's scopes: every scope of the grammar exists; an app may ask for the ones it registered."""
 

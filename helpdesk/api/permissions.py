@@ -83,3 +83,13 @@ class RolePermission(permissions.BasePermission):
         if request.method in permissions.SAFE_METHODS:
             return getattr(view, "readers", EVERYONE)
         return getattr(view, "writers", OWNERS)
+
+
+class CredentialsOptional(RolePermission):
+    """For routes that also serve callers without API credentials, whose proof the view checks (a signed link,
+    the admin's session): API credentials, when sent, pass the same scope and role check as on every route."""
+
+    def has_permission(self, request, view):
+        if request.auth is None:
+            return True
+        return super().has_permission(request, view)

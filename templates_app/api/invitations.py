@@ -1,4 +1,7 @@
-"""`POST /v1/invitations/accept`: the invited person follows the e-mailed link (no Authorization needed)."""
+"""`POST /v1/invitations/accept`: the invited person follows the e-mailed link (no Authorization needed).
+
+Accepting is a write: credentials, when sent, must be able to write (a read-only personal token cannot), and no
+OAuth token can (no scope covers it: an app never joins its user to another license)."""
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
@@ -7,6 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from helpdesk.api.fields import StrictCharField
+from helpdesk.api.permissions import CredentialsOptional
 from helpdesk.api.serializers import StrictSerializer
 from templates_app.invitations import invitation_accept
 
@@ -26,7 +30,10 @@ class InvitationAcceptedSerializer(serializers.Serializer):
 
 
 class InvitationAcceptView(APIView):
-    permission_classes = [AllowAny]
+    # AllowAny: anyone with the link (and the OpenAPI document says so); CredentialsOptional: credentials, when
+    # sent, must be able to write (both must pass).
+    permission_classes = [AllowAny, CredentialsOptional]
+    license_required = False  # an account without a membership yet accepts its first one
 
     @extend_schema(request=InvitationAcceptSerializer, responses=InvitationAcceptedSerializer)
     def post(self, request):

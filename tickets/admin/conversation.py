@@ -3,6 +3,11 @@ as a thread — who, when, the text, attachments with links that download, and t
 
 A constant number of queries whatever the length of the thread: the events in one, then the names of the
 teams, tags and agents that relation events mention, one query per kind that occurs.
+
+A message's HTML is shown (sanitized again here, whatever stored it) without its remote images: an image
+from the sender's server tells them when, where and that the mail was read (a tracking pixel). Each is left
+as its alt text until the agent asks to see them (`?images=show` on the ticket page). The stored message
+stays as it was received.
 """
 
 from __future__ import annotations
@@ -10,7 +15,9 @@ from __future__ import annotations
 import datetime
 from types import SimpleNamespace
 
+import nh3
 from django.template.loader import render_to_string
+from django.utils.safestring import mark_safe
 
 from accounts.attachments import signed_attachment_url
 from accounts.models import Agent, Team
@@ -18,6 +25,24 @@ from tickets.events_output import events_by_ticket
 from tickets.models import PRIORITY_LABELS, Tag
 
 _RELATED = {"teams": Team, "tags": Tag, "followers": Agent}
+_URL_SCHEMES = nh3.ALLOWED_URL_SCHEMES | {"cid"}
+_REMOTE = ("http:", "https:", "//")
+
+
+def display_html(html: str, *, show_images: bool) -> tuple[str, int]:
+    """The message's HTML for the page, and how many remote images were left out of it."""
+    hidden = 0
+
+    def keep(tag: str, attribute: str, value: str) -> str | None:
+        nonlocal hidden
+        remote = tag == "img" and attribute in ("src", "srcset") and value.strip().lower().startswith(_REMOTE)
+        if remote and not show_images:
+            hidden += attribute == "src"
+            return None
+        return value
+
+    cleaned = nh3.clean(html, url_schemes=_URL_SCHEMES, attribute_filter=keep)
+    return cleaned, hidden
 
 
 def _names(license_id, events) -> dict[str, dict[str, str]]:
@@ -63,7 +88,7 @@ def _summary(event, names) -> str:
     return kind
 
 
-def render_conversation(ticket) -> str:
+def render_conversation(ticket, *, show_images: bool = False) -> str:
     events = events_by_ticket(ticket.license_id, [ticket.pk])[ticket.pk]
     names = _names(ticket.license_id, events)
     items = []
@@ -79,6 +104,10 @@ def render_conversation(ticket) -> str:
                 {**a, "url": signed_attachment_url(SimpleNamespace(token=a["token"], name=a["name"]))}
                 for a in event["attachments"]
             ]
+            html = (event["message"].get("richTextHtml") or "").strip()
+            if html:
+                cleaned, item["hidden_images"] = display_html(html, show_images=show_images)
+                item["html"] = mark_safe(cleaned)  # noqa: S308 - nh3 cleaned it just now
         else:
             item["summary"] = _summary(event, names)
         items.append(item)

@@ -170,9 +170,18 @@ class TicketAdmin(LicenseScopedAdmin):
     def requester(self, obj):
         return f"{obj.requester_name} <{obj.requester_email}>" if obj.requester_name else obj.requester_email
 
+    def get_object(self, request, object_id, from_field=None):
+        obj = super().get_object(request, object_id, from_field)
+        if obj is not None:
+            # remote images of the thread's HTML only when the agent asks (tickets/admin/conversation.py)
+            obj.show_remote_images = request.GET.get("images") == "show"
+        return obj
+
     @admin.display(description="thread")
     def conversation(self, obj):
-        return mark_safe(render_conversation(obj))  # noqa: S308 - a template that escapes what it shows
+        show_images = getattr(obj, "show_remote_images", False)
+        # a template that escapes what it shows, and HTML that nh3 cleaned
+        return mark_safe(render_conversation(obj, show_images=show_images))  # noqa: S308
 
     @admin.display(description="people in the loop")
     def people(self, obj):

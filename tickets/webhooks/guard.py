@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import socket
+import unicodedata
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -30,10 +31,20 @@ class Target:
     ip: str  # the address the request goes to
 
 
-def forbidden(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
-    mapped = getattr(ip, "ipv4_mapped", None)
-    if mapped is not None:
-        ip = mapped
+# NAT64's well-known prefix (RFC 6052): the IPv4 address is the last 32 bits, and a NAT64 gateway on the
+# host's network would carry the request to it. (The stdlib names 6to4, Teredo and IPv4-mapped forms itself.)
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+
+
+def _embedded_ipv4(ip: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses an IPv6 address carries, which a relay or translator would reach."""
+    embedded = [ip.ipv4_mapped, ip.sixtofour, *(ip.teredo or ())]
+    if ip in _NAT64:
+        embedded.append(ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF))
+    return [address for address in embedded if address is not None]
+
+
+def _non_public(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
     return (
         ip.is_loopback
         or ip.is_private
@@ -45,7 +56,22 @@ def forbidden(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
     )
 
 
+def forbidden(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """A non-public address, or an IPv6 one that carries a non-public IPv4 address (IPv4-mapped, 6to4,
+    Teredo, NAT64: `2002:7f00:1::1` is 127.0.0.1 through a 6to4 relay)."""
+    if ip.version == 6:
+        embedded = _embedded_ipv4(ip)
+        if ip.ipv4_mapped is not None:
+            return _non_public(ip.ipv4_mapped)
+        if any(_non_public(address) for address in embedded):
+            return True
+    return _non_public(ip)
+
+
 def parse(url: str) -> tuple[str, str, int]:
+    # urlsplit() silently drops tabs and newlines: a URL with them is refused, not quietly rewritten.
+    if any(unicodedata.category(char) == "Cc" for char in url):
+        raise UnsafeURL("The URL contains a control character (such as a line break).")
     try:
         parts = urlsplit(url)
         port = parts.port
