@@ -2,10 +2,12 @@
 
 import base64
 import os
+import sys
 
 import pytest
 from django.conf import settings
 from django.core.cache import cache
+from django.test import override_settings
 from rest_framework.test import APIClient
 
 from accounts import services
@@ -17,6 +19,20 @@ from tests.factories import AgentFactory, LicenseFactory
 let_the_test_flush_empty_the_audit_log()
 
 BACKENDS = set(filter(None, os.environ.get("HELPDESK_TEST_BACKENDS", "").split(",")))
+
+if os.environ.get("PYTEST_XDIST_WORKER") and "tests.xdist_env" not in sys.modules:
+    raise pytest.UsageError(
+        "pytest -n needs -p tests.xdist_env (as tests/run.sh passes it): each worker its own Redis database "
+        "and var/ folder, or the workers empty each other's cache"
+    )
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _cheap_password_hashing():
+    """MD5 instead of PBKDF2's million rounds (~0.2 s of CPU a hash): the tests check that a password is
+    accepted or refused, not how slowly it is hashed."""
+    with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
+        yield
 
 
 def pytest_collection_modifyitems(config, items):
