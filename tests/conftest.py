@@ -7,6 +7,7 @@ import sys
 import pytest
 from django.conf import settings
 from django.core.cache import cache
+from django.db.backends.signals import connection_created
 from django.test import override_settings
 from rest_framework.test import APIClient
 
@@ -25,6 +26,18 @@ if os.environ.get("PYTEST_XDIST_WORKER") and "tests.xdist_env" not in sys.module
         "pytest -n needs -p tests.xdist_env (as tests/run.sh passes it): each worker its own Redis database "
         "and var/ folder, or the workers empty each other's cache"
     )
+
+
+def _commit_without_waiting_for_the_disk(sender, connection, **kwargs):
+    """The test database is thrown away: a commit need not wait for its WAL to reach the disk (a crash loses
+    only the last commits, never consistency; another connection sees a commit at once either way). The
+    transactional tests commit every write and empty every table after each test."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET synchronous_commit TO off")
+
+
+connection_created.connect(_commit_without_waiting_for_the_disk)
 
 
 @pytest.fixture(autouse=True, scope="session")
