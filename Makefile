@@ -1,6 +1,6 @@
 # The two commands of the README:
 #   make run    set up everything from a fresh clone and run the service (web, worker, beat)
-#   make test   run the whole test suite (PostgreSQL + Redis when reachable, then SQLite)
+#   make test   run the whole test suite (PostgreSQL + Redis when reachable, and SQLite; tests/run.sh)
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv

@@ -12,7 +12,7 @@ client (its threads: the searches, and the writer and the checker when they run)
 time, read from /proc before and after each run. It then measures
 each class's *floor*: the SQL that one request of the class runs (captured in-process from the real view, with the
 count computed instead of cached, without the two authentication queries), executed alone on a warm connection.
-Reads bench/credentials.json written by `manage.py bench_tickets`. See bench/README.md for the results.
+Reads bench/credentials.json written by bench/dataset.py. See bench/README.md for the results.
 """
 
 from __future__ import annotations

@@ -85,7 +85,11 @@ def let_the_test_flush_empty_the_audit_log():
     """A transactional test's teardown empties every table (TRUNCATE on PostgreSQL, DELETE on SQLite), which the
     audit log's triggers refuse, as they must in production. The tests' flush goes around them the way a
     superuser would: PostgreSQL's replica mode (superuser only) skips the triggers; on SQLite the two DELETE
-    triggers are dropped and recreated within the flush's transaction."""
+    triggers are dropped and recreated within the flush's transaction.
+
+    On PostgreSQL it also DELETEs instead of TRUNCATE: the few rows a test leaves go in ~70 ms, where a TRUNCATE
+    of the ~60 tables took 1.5 s and its commit 0.7 s more (new files for every table and index, each synced),
+    after every transactional test. Replica mode skips the foreign keys' triggers too, so the order is free."""
     operations = type(connection.ops)
     original = operations.sql_flush
 
@@ -94,7 +98,10 @@ def let_the_test_flush_empty_the_audit_log():
         if not statements or not set(AUDIT_TABLES) & set(tables):
             return statements
         if self.connection.vendor == "postgresql":
-            return ["SET LOCAL session_replication_role = replica", *statements]
+            if kwargs.get("reset_sequences"):
+                return ["SET LOCAL session_replication_role = replica", *statements]
+            deletes = [f"DELETE FROM {self.quote_name(table)}" for table in sorted(tables)]
+            return ["SET LOCAL session_replication_role = replica", *deletes]
         drop = [
             "DROP TRIGGER IF EXISTS audit_entry_no_delete",
             "DROP TRIGGER IF EXISTS audit_purge_no_delete",

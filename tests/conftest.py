@@ -2,10 +2,13 @@
 
 import base64
 import os
+import sys
 
 import pytest
 from django.conf import settings
 from django.core.cache import cache
+from django.db.backends.signals import connection_created
+from django.test import override_settings
 from rest_framework.test import APIClient
 
 from accounts import services
@@ -18,6 +21,32 @@ let_the_test_flush_empty_the_audit_log()
 pytest.register_assert_rewrite("tests.resource_tests")  # its asserts explain failures, as a test module's do
 
 BACKENDS = set(filter(None, os.environ.get("HELPDESK_TEST_BACKENDS", "").split(",")))
+
+if os.environ.get("PYTEST_XDIST_WORKER") and "tests.xdist_env" not in sys.modules:
+    raise pytest.UsageError(
+        "pytest -n needs -p tests.xdist_env (as tests/run.sh passes it): each worker its own Redis database "
+        "and var/ folder, or the workers empty each other's cache"
+    )
+
+
+def _commit_without_waiting_for_the_disk(sender, connection, **kwargs):
+    """The test database is thrown away: a commit need not wait for its WAL to reach the disk (a crash loses
+    only the last commits, never consistency; another connection sees a commit at once either way). The
+    transactional tests commit every write and empty every table after each test."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET synchronous_commit TO off")
+
+
+connection_created.connect(_commit_without_waiting_for_the_disk)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _cheap_password_hashing():
+    """MD5 instead of PBKDF2's million rounds (~0.2 s of CPU a hash): the tests check that a password is
+    accepted or refused, not how slowly it is hashed."""
+    with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
+        yield
 
 
 def pytest_collection_modifyitems(config, items):

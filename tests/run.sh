@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
-# The whole test suite: first against PostgreSQL and Redis (when reachable; under CI=true they must be),
-# then on the embedded default (SQLite, no Redis) so that it stays honest.
+# The whole test suite: against PostgreSQL and Redis (when reachable; under CI=true they must be), and on the
+# embedded default (SQLite, no Redis) so that it stays honest. The two passes run at the same time, each in
+# TEST_WORKERS pytest-xdist processes (tests/xdist_env.py gives each worker its own Redis database and var/
+# folder; pytest-django its own test database): on 2 cores that is what keeps both cores busy (docs/operations.md,
+# "The test suite"). The SQLite pass's output is printed when the PostgreSQL pass has finished.
+# Arguments go to pytest (both passes): `bash tests/run.sh -k agents -x`; `-n 0` runs each pass in one process.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 PG_URL=${TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/helpdesk}
-REDIS=${TEST_REDIS_URL:-redis://127.0.0.1:6379/15}
+REDIS=${TEST_REDIS_URL:-redis://127.0.0.1:6379/14}  # worker N uses database 14+N
+WORKERS=${TEST_WORKERS:-2}
+XDIST=(-n "$WORKERS" -p tests.xdist_env)
 
 reachable() { # host port
   $PY - "$1" "$2" <<'PYEOF'
@@ -34,16 +40,34 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 
 status=0
+sqlite_pass() {
+  local started=$SECONDS
+  env -u DATABASE_URL -u REDIS_URL HELPDESK_VAR_DIR="$(mktemp -d)" HELPDESK_TEST_BACKENDS=sqlite \
+    $PY -m pytest "${XDIST[@]}" "$@"
+  local code=$?
+  echo "== SQLite: $((SECONDS - started)) s"
+  return $code
+}
+
 if reachable $(hostport "$PG_URL" 5432) && reachable $(hostport "$REDIS" 6379); then
-  echo "== PostgreSQL + Redis"
-  DATABASE_URL=$PG_URL REDIS_URL=$REDIS HELPDESK_TEST_BACKENDS=postgres,redis $PY -m pytest "$@" || status=1
+  sqlite_log=$(mktemp)
+  sqlite_pass "$@" >"$sqlite_log" 2>&1 &
+  sqlite_pid=$!
+  trap 'kill "$sqlite_pid" 2>/dev/null; rm -f "$sqlite_log"' EXIT
+  echo "== PostgreSQL + Redis (the SQLite pass runs meanwhile; its output follows)"
+  started=$SECONDS
+  DATABASE_URL=$PG_URL REDIS_URL=$REDIS HELPDESK_TEST_BACKENDS=postgres,redis \
+    $PY -m pytest "${XDIST[@]}" "$@" || status=1
+  echo "== PostgreSQL + Redis: $((SECONDS - started)) s"
+  wait "$sqlite_pid" || status=1
+  echo "== SQLite (embedded default)"
+  cat "$sqlite_log"
 elif [ "${CI:-}" = "true" ]; then
   echo "PostgreSQL ($PG_URL) or Redis ($REDIS) is not reachable, and CI=true makes that a failure." >&2
   exit 1
 else
   echo "== PostgreSQL or Redis not reachable: only the SQLite run (CI would fail here)"
+  echo "== SQLite (embedded default)"
+  sqlite_pass "$@" || status=1
 fi
-
-echo "== SQLite (embedded default)"
-env -u DATABASE_URL -u REDIS_URL HELPDESK_VAR_DIR="$(mktemp -d)" HELPDESK_TEST_BACKENDS=sqlite $PY -m pytest "$@" || status=1
 exit $status

@@ -1,5 +1,5 @@
 """`make run`: the supervisor stops every process on Ctrl-C and exits 0, the demo credentials do not pile up and
-are printed as the export lines docs/api.md uses, and bench_tickets explains its options."""
+are printed as the export lines docs/api.md uses, and bench/dataset.py explains its options."""
 
 from __future__ import annotations
 
@@ -159,13 +159,13 @@ def test_docs_api_md_uses_the_printed_variables():
     assert 'export AUTH="$ACCOUNT_ID:$TOKEN"' in credentials
 
 
-# --- bench_tickets -------------------------------------------------------------------------------------------------
+# --- bench/dataset.py --------------------------------------------------------------------------------------------
 
 
-def test_bench_tickets_help_explains_every_option_and_its_default():
-    from tickets.management.commands.bench_tickets import Command
+def test_bench_dataset_help_explains_every_option_and_its_default():
+    from bench.dataset import build_parser
 
-    parser = Command().create_parser("manage.py", "bench_tickets")
+    parser = build_parser()
     own = [a for a in parser._actions if a.dest in {"tickets", "licenses", "seed", "credentials", "truncate"}]
     assert len(own) == 5
     text = parser.format_help()
@@ -176,8 +176,8 @@ def test_bench_tickets_help_explains_every_option_and_its_default():
         assert f"(default: {default})" in " ".join(text.split())
 
 
-def test_bench_tickets_output_names_each_license_size_once():
-    from tickets.management.commands.bench_tickets import _sizes_summary, progress
+def test_bench_dataset_output_names_each_license_size_once():
+    from bench.dataset import _sizes_summary, progress
 
     assert _sizes_summary([90, 210]) == "[90, 210]"  # was "[90, 210]... [90, 210]"
     assert _sizes_summary(list(range(10, 0, -1))) == "[10, 9, 8, 7, 6] ... [3, 2, 1]"

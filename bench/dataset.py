@@ -2,17 +2,19 @@
 """Generate the benchmark data set (PostgreSQL only; see bench/README.md). Never run it on a real database.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/helpdesk_bench \\
-        python manage.py bench_tickets --tickets 1000000 --licenses 50 --credentials bench/credentials.json
+        .venv/bin/python bench/dataset.py --tickets 1000000 --licenses 50 --credentials bench/credentials.json
 
 Licenses of skewed size (the first holds 30%), each with teams, agents, tags and an owner token (written to
 --credentials for bench/search.py); tickets with 1-3 messages in several languages (common and rare words),
 teams, tags, followers, assignment, custom fields, ratings, parents, and dates spread over three years in random
 order. Rows go in through COPY with secondary indexes and foreign-key triggers off, then the tsvectors are
 computed in SQL, the indexes rebuilt and the tables vacuumed and analyzed (visibility map for index-only counts).
+A script beside the other benchmarks, not a management command: operators never need it.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import random
@@ -22,14 +24,24 @@ import time
 import uuid
 from datetime import UTC, datetime
 
-from django.core.management.base import BaseCommand, CommandError
-from django.db import connection, transaction
 from tqdm import tqdm
 
-from accounts import services as account_services
-from accounts.models import ROLE_NORMAL, ROLE_OWNER, Account, Agent, License, Team
-from tickets.models import Tag, Ticket
-from tickets.search import search_vector_sql
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "helpdesk.settings")
+
+import django  # noqa: E402
+from django.apps import apps  # noqa: E402
+
+if not apps.ready:  # the tests import this module with Django set up already
+    django.setup()
+
+from django.db import connection, transaction  # noqa: E402
+
+from accounts import services as account_services  # noqa: E402
+from accounts.models import ROLE_NORMAL, ROLE_OWNER, Account, Agent, License, Team  # noqa: E402
+from tickets.models import Tag, Ticket  # noqa: E402
+from tickets.search import search_vector_sql  # noqa: E402
 
 TABLES = [
     "tickets_ticket",
@@ -137,65 +149,70 @@ def license_sizes(total: int, licenses: int, largest_share: float = 0.30) -> lis
     return [first, *sizes]
 
 
-class Command(BaseCommand):
-    help = (
-        "Generate the ticket benchmark data set with COPY into a dedicated PostgreSQL database (DATABASE_URL); "
-        "never on a real one. Progress bars go to stderr (a terminal only), results to stdout."
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="bench/dataset.py",
+        description="Generate the ticket benchmark data set with COPY into a dedicated PostgreSQL database "
+        "(DATABASE_URL); never on a real one. Progress bars go to stderr (a terminal only), results to stdout.",
     )
+    parser.add_argument(
+        "--tickets",
+        type=int,
+        default=1_000_000,
+        metavar="N",
+        help="how many tickets in all, each with 1-3 messages (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--licenses",
+        type=int,
+        default=50,
+        metavar="N",
+        help="how many licenses share them; the first holds 30%%, the rest a Zipf-like curve "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=42,
+        help="seed of the random generator: the same seed makes the same data set (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--credentials",
+        default="bench/credentials.json",
+        metavar="PATH",
+        help="where to write each license's owner token for bench/search.py (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--truncate", action="store_true",
+        help="empty the ticket tables first (required when there are tickets already; default: off)",
+    )  # fmt: skip
+    return parser
 
-    def add_arguments(self, parser):
-        parser.add_argument(
-            "--tickets",
-            type=int,
-            default=1_000_000,
-            metavar="N",
-            help="how many tickets in all, each with 1-3 messages (default: %(default)s)",
-        )
-        parser.add_argument(
-            "--licenses",
-            type=int,
-            default=50,
-            metavar="N",
-            help="how many licenses share them; the first holds 30%%, the rest a Zipf-like curve "
-            "(default: %(default)s)",
-        )
-        parser.add_argument(
-            "--seed",
-            type=int,
-            default=42,
-            help="seed of the random generator: the same seed makes the same data set (default: %(default)s)",
-        )
-        parser.add_argument(
-            "--credentials",
-            default="bench/credentials.json",
-            metavar="PATH",
-            help="where to write each license's owner token for bench/search.py (default: %(default)s)",
-        )
-        parser.add_argument(
-            "--truncate", action="store_true",
-            help="empty the ticket tables first (required when there are tickets already; default: off)",
-        )  # fmt: skip
 
-    def handle(self, *args, **options):
+class Generator:
+    def __init__(self, *, seed: int, stdout=None):
+        self.rng = random.Random(seed)
+        self.now = time.time()
+        self.stdout = stdout or sys.stdout
+
+    def run(self, options: argparse.Namespace) -> None:
         if connection.vendor != "postgresql":
-            raise CommandError("The benchmark data set needs PostgreSQL (DATABASE_URL).")
+            raise SystemExit("The benchmark data set needs PostgreSQL (DATABASE_URL).")
         if Ticket.objects.exists():
-            if not options["truncate"]:
-                raise CommandError("There are tickets already; use --truncate on a benchmark database.")
+            if not options.truncate:
+                raise SystemExit("There are tickets already; use --truncate on a benchmark database.")
             with connection.cursor() as cursor:
                 cursor.execute(f"TRUNCATE {', '.join(TABLES)}")
-        self.rng = random.Random(options["seed"])
-        self.now = time.time()
         started = time.monotonic()
-        sizes = license_sizes(options["tickets"], options["licenses"])
-        worlds = self._licenses(sizes, options["credentials"])
+        sizes = license_sizes(options.tickets, options.licenses)
+        worlds = self._licenses(sizes, options.credentials)
         self.stdout.write(
-            f"licenses ready in {time.monotonic() - started:.0f}s; sizes: {_sizes_summary(sizes)}"
+            f"licenses ready in {time.monotonic() - started:.0f}s; sizes: {_sizes_summary(sizes)}\n"
         )
         indexes = self._drop_indexes()
         self._copy(worlds, sizes)
         self._finish(indexes, worlds)
-        self.stdout.write(self.style.SUCCESS(f"done in {time.monotonic() - started:.0f}s"))
+        self.stdout.write(f"done in {time.monotonic() - started:.0f}s\n")
 
     # --- licenses, teams, agents, tags, tokens --------------------------------------------------------------
 
@@ -247,7 +264,7 @@ class Command(BaseCommand):
             rng.shuffle(worlds[-1]["tags"])
         with open(credentials_path, "w") as handle:
             json.dump(credentials, handle, indent=1)
-        self.stdout.write(f"credentials of the {len(credentials)} owners written to {credentials_path}")
+        self.stdout.write(f"credentials of the {len(credentials)} owners written to {credentials_path}\n")
         return worlds
 
     # --- bulk load -------------------------------------------------------------------------------------------
@@ -441,4 +458,13 @@ class Command(BaseCommand):
             for table in TABLES:
                 started = time.monotonic()
                 cursor.execute(f"VACUUM ANALYZE {table}")
-                self.stdout.write(f"  vacuum analyze {table}: {time.monotonic() - started:.1f}s")
+                self.stdout.write(f"  vacuum analyze {table}: {time.monotonic() - started:.1f}s\n")
+
+
+def main(argv: list[str] | None = None) -> None:
+    options = build_parser().parse_args(argv)
+    Generator(seed=options.seed).run(options)
+
+
+if __name__ == "__main__":
+    main()
