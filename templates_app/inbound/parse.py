@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 import email
+import email.header
+import email.parser
 import email.policy
 import email.utils
 import functools
 import hashlib
+import html as html_lib
+import logging
 import mimetypes
 import re
 from email.message import EmailMessage
@@ -21,7 +25,18 @@ from html.parser import HTMLParser
 
 import nh3
 
+logger = logging.getLogger("helpdesk.inbound")
+
 _MSGID = re.compile(r"<[^<>\s]+>")
+MAX_ADDRESS = 254  # RFC 5321 4.5.3.1.3: a path is at most 256 octets with its angle brackets
+# An address header is read up to this many characters (about 3,000 addresses): the standard library's parser is
+# quadratic in a header's length (3,000 Cc: 1.2 s; 10,000: 29 s), and nobody needs more people in the loop.
+MAX_ADDRESS_HEADER_CHARS = 100_000
+MAX_MIME_DEPTH = 50  # deeper MIME nesting is not read (the parser and walk() recurse: 1,000 levels overflow)
+MAX_HTML_CHARS = (
+    2_000_000  # a larger HTML body is kept as a file, not sanitized into the message (nh3: ~5 MB/s)
+)
+MAX_HTML_DEPTH = 100  # deeper elements are flattened before nh3, which is quadratic in nesting depth
 SUBJECT_TAG = re.compile(r"\[#([0-9A-Za-z]{1,20})\]")
 BULK_PRECEDENCE = {"bulk", "list", "junk"}
 # cid: keeps inline images pointing at their attachment (the Content-ID is stored on it)
@@ -73,6 +88,8 @@ class ParsedMail:
     full_text: str  # before stripping
     html: str  # sanitized, "" when the mail has no HTML
     files: list[File]
+    cc_omitted: int = 0  # Cc addresses beyond MAX_ADDRESS_HEADER_CHARS, not read
+    problem: str = ""  # why the mail could not be read as it is (its text says so too), "" when it could
 
     @property
     def thread_ids(self) -> list[str]:
@@ -108,6 +125,28 @@ class _Policy(email.policy.EmailPolicy):
 POLICY = _Policy()
 
 
+def clean(value: str) -> str:
+    """Text that a database stores: no NUL (PostgreSQL refuses it in text and JSON), no lone surrogates (raw
+    8-bit bytes in a header come out of the parser as surrogate escapes: read as UTF-8, else as Latin-1)."""
+    if "\x00" in value:
+        value = value.replace("\x00", "")
+    if value.isascii():
+        return value
+    try:
+        value.encode("utf-8")
+        return value
+    except UnicodeEncodeError:
+        pass
+    try:
+        raw = value.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a surrogate that is no escaped byte
+        return value.encode("utf-8", "replace").decode("utf-8")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("latin-1")
+
+
 def _header(msg: EmailMessage, name: str) -> str:
     try:
         value = msg.get(name)
@@ -116,7 +155,7 @@ def _header(msg: EmailMessage, name: str) -> str:
     if value is None:
         return ""
     try:
-        return str(value).strip()
+        return clean(str(value).strip())
     except Exception:
         return ""
 
@@ -125,22 +164,40 @@ def _raw_header(msg: EmailMessage, name: str) -> str:
     """The header as received (undecoded), for values that are not text (Message-IDs)."""
     for key, value in msg.raw_items():
         if key.lower() == name.lower():
-            return str(value)
+            return clean(str(value))
     return ""
 
 
-def _addresses(msg: EmailMessage, name: str) -> list[Address]:
-    found = []
-    for header_value in msg.get_all(name) or []:
-        try:
-            pairs = [(a.display_name, a.addr_spec) for a in header_value.addresses]
-        except Exception:
-            pairs = email.utils.getaddresses([str(header_value)])
-        for display, addr in pairs:
+def _decoded(words: str) -> str:
+    """A display name with RFC 2047 encoded words decoded."""
+    if "=?" not in words:
+        return words
+    try:
+        return str(email.header.make_header(email.header.decode_header(words)))
+    except Exception:
+        return words
+
+
+def _addresses(msg: EmailMessage, name: str) -> tuple[list[Address], int]:
+    """The addresses of every `name` header, and how many more were not read (beyond MAX_ADDRESS_HEADER_CHARS).
+
+    Read from the raw header with email.utils.getaddresses, in linear time; the policy's header parser is
+    quadratic in the header's length. An "address" longer than MAX_ADDRESS is none (no server takes it)."""
+    found, omitted = [], 0
+    for key, value in msg.raw_items():
+        if key.lower() != name.lower():
+            continue
+        value = clean(str(value)).replace("\r", "").replace("\n", "")
+        if len(value) > MAX_ADDRESS_HEADER_CHARS:
+            cut = value.rfind(",", 0, MAX_ADDRESS_HEADER_CHARS)
+            cut = cut if cut > 0 else MAX_ADDRESS_HEADER_CHARS
+            omitted += value.count("@", cut)
+            value = value[:cut]
+        for display, addr in email.utils.getaddresses([value]):
             addr = (addr or "").strip().strip("<>")
-            if "@" in addr:
-                found.append(Address(addr.lower(), (display or "").strip()[:200]))
-    return found
+            if "@" in addr and len(addr) <= MAX_ADDRESS:
+                found.append(Address(addr.lower(), clean(_decoded(display or "")).strip()[:200]))
+    return found, omitted
 
 
 def message_ids(value: str) -> list[str]:
@@ -226,8 +283,40 @@ def html_to_text(html: str) -> str:
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
 
 
+_TAG = re.compile(r"<(/?)([A-Za-z][^\s/>]*)[^<>]*>")
+# elements that never hold themselves open (void, or closed by the next of their kind): not counted as depth
+_FLAT = frozenset(
+    "area base br col embed hr img input link meta source track wbr p li dt dd tr td th option".split()  # noqa: SIM905
+)
+
+
+def _flattened(html: str) -> str:
+    """`html` without the tags nested deeper than MAX_HTML_DEPTH (their text stays): one linear pass, so that
+    nh3 (quadratic in depth: 400,000 nested <div> took minutes) sees a bounded tree."""
+    if html.count("<") <= MAX_HTML_DEPTH:
+        return html
+    depth = 0
+
+    def tag(match) -> str:
+        nonlocal depth
+        if match[2].lower() in _FLAT or match[0].endswith("/>"):
+            return match[0]
+        if match[1]:  # an end tag
+            depth = max(depth - 1, 0)
+            return match[0] if depth < MAX_HTML_DEPTH else ""
+        depth += 1
+        return match[0] if depth <= MAX_HTML_DEPTH else ""
+
+    return _TAG.sub(tag, html)
+
+
 def sanitize_html(html: str) -> str:
-    return nh3.clean(html, url_schemes=_URL_SCHEMES).strip()
+    return nh3.clean(_flattened(html), url_schemes=_URL_SCHEMES).strip()
+
+
+def _rough_text(html: str) -> str:
+    """The text of an HTML body too large to sanitize: tags dropped by a linear pattern, entities decoded."""
+    return html_lib.unescape(re.sub(r"<[^<>]*>", " ", html))
 
 
 # --- quoted history -------------------------------------------------------------------------------------
@@ -244,6 +333,20 @@ _OUTLOOK_NEXT = re.compile(r"^\*?(Sent|Date|Envoyé|Gesendet|Odesláno|Wysłane)
 _FORWARD_SUBJECT = re.compile(r"^\s*(fwd?|fw|wg|tr|přeposlat)\s*:", re.I)
 
 
+# where a cut line may start (the patterns below): found in C, so that only those lines are looked at in Python
+_CANDIDATE = re.compile(r"^[ \t]*(?:-|\*|On |Le |Am |From:|De:|Von:|Od:)", re.M | re.I)
+
+
+def _candidate_lines(lines: list[str]):
+    """Indexes of the lines that may start a quote, in order (a 25 MB mail of short lines is not walked)."""
+    text = "\n".join(lines)
+    index, position = 0, 0
+    for match in _CANDIDATE.finditer(text):
+        index += text.count("\n", position, match.start())
+        position = match.start()
+        yield index
+
+
 def strip_quoted(text: str, *, subject: str = "") -> str:
     """The new part of a reply: cut at the client's "On ... wrote:" / "-----Original Message-----" / Outlook's
     "From: ... Sent: ..." header block, then drop a trailing block of `>` quotes. Forwards keep the forwarded
@@ -251,7 +354,8 @@ def strip_quoted(text: str, *, subject: str = "") -> str:
     lines = text.replace("\r\n", "\n").split("\n")
     is_forward = bool(_FORWARD_SUBJECT.match(subject or ""))
     cut = len(lines)
-    for index, line in enumerate(lines):
+    for index in _candidate_lines(lines):
+        line = lines[index]
         stripped = line.strip()
         joined = f"{stripped} {lines[index + 1].strip()}" if index + 1 < len(lines) else stripped
         if any(p.match(stripped) for p in _CUT_LINES) or (
@@ -345,28 +449,87 @@ def _file_name(part, index: int) -> str:
     return f"attachment-{index}{mimetypes.guess_extension(content_type) or '.bin'}"
 
 
+def _too_deep(msg: EmailMessage) -> bool:
+    """Whether the MIME tree is nested deeper than MAX_MIME_DEPTH (walked without recursion)."""
+    stack = [(msg, 1)]
+    while stack:
+        part, depth = stack.pop()
+        if depth > MAX_MIME_DEPTH:
+            return True
+        payload = part.get_payload() if part.is_multipart() else None
+        if isinstance(payload, list):
+            stack.extend((child, depth + 1) for child in payload if hasattr(child, "is_multipart"))
+    return False
+
+
 def parse(raw: bytes) -> ParsedMail:
-    msg: EmailMessage = email.message_from_bytes(raw, policy=POLICY)
+    """The mail as the help desk reads it. A mail that cannot be read as it is (MIME nested too deep, a parser
+    failure) is never refused for that: it becomes `unreadable()`, its original attached."""
+    try:
+        msg: EmailMessage = email.message_from_bytes(raw, policy=POLICY)
+        if _too_deep(msg):
+            return unreadable(raw, f"its MIME parts are nested more than {MAX_MIME_DEPTH} levels deep")
+        return _parse(raw, msg)
+    except RecursionError:
+        return unreadable(raw, f"its MIME parts are nested more than {MAX_MIME_DEPTH} levels deep")
+    except Exception:
+        logger.exception("inbound mail: could not be parsed; stored with the original attached")
+        return unreadable(raw, "it could not be parsed")
+
+
+def unreadable(raw: bytes, why: str) -> ParsedMail:
+    """A mail whose body cannot be read: its headers (parsed alone, which cannot recurse), a text that says
+    why, and the original message as a file, so that an agent still has all of it."""
+    try:
+        msg = email.parser.BytesHeaderParser(policy=POLICY).parsebytes(raw)
+        mail = _parse(raw, msg, headers_only=True)
+    except Exception:
+        digest = hashlib.sha256(raw).hexdigest()
+        mail = ParsedMail(
+            message_id=f"<{digest}@no-message-id>", has_message_id=False, in_reply_to=[], references=[],
+            subject="", sender=None, reply_to=[], to=[], cc=[], delivered_to=[], return_path=None,
+            auto_submitted="", precedence="", spam_flag=False, bounce=None, text="", full_text="", html="",
+            files=[],
+        )  # fmt: skip
+    mail.problem = f"This e-mail could not be read: {why}. The original message is attached."
+    mail.text = mail.full_text = mail.problem
+    mail.html, mail.bounce = "", None
+    mail.files = [File(name="original.eml", content_type="message/rfc822", content=raw)]
+    return mail
+
+
+def _parse(raw: bytes, msg: EmailMessage, *, headers_only: bool = False) -> ParsedMail:
     ids = message_ids(_raw_header(msg, "Message-ID"))
     message_id = ids[0] if ids else f"<{hashlib.sha256(raw).hexdigest()}@no-message-id>"
 
-    senders = _addresses(msg, "From")
+    senders, _ = _addresses(msg, "From")
     return_path = None
     if msg.get("Return-Path") is not None:
         return_path = _raw_header(msg, "Return-Path").strip().strip("<>").strip()
 
-    try:
-        plain = msg.get_body(preferencelist=("plain",))
-        html_part = msg.get_body(preferencelist=("html",))
-    except Exception:
-        plain = html_part = None
-    if plain is None and html_part is None and msg.get_content_maintype() == "text":
-        plain = msg
-    html = sanitize_html(_text_of(html_part)) if html_part is not None else ""
-    full_text = _text_of(plain).strip() if plain is not None else html_to_text(html)
-
+    plain = html_part = None
+    if not headers_only:
+        try:
+            plain = msg.get_body(preferencelist=("plain",))
+            html_part = msg.get_body(preferencelist=("html",))
+        except Exception:
+            plain = html_part = None
+        if plain is None and html_part is None and msg.get_content_maintype() == "text":
+            plain = msg
     files, extra_text = [], []
-    if msg.is_multipart():
+    html = clean(_text_of(html_part)) if html_part is not None else ""
+    if len(html) > MAX_HTML_CHARS:
+        # too large to sanitize in time: kept as a file, its text read roughly
+        files.append(File(name="message.html", content_type="text/html", content=html.encode()))
+        full_text = "" if plain is not None else _rough_text(html)
+        html = ""
+    else:
+        html = sanitize_html(html) if html else ""
+        full_text = "" if plain is not None else html_to_text(html)
+    if plain is not None:
+        full_text = _text_of(plain).strip()
+
+    if msg.is_multipart() and not headers_only:
         for index, part in enumerate(_leaves(msg), start=1):
             if part is plain or part is html_part or part.get_content_type() == "message/delivery-status":
                 continue
@@ -376,14 +539,15 @@ def parse(raw: bytes) -> ParsedMail:
                 continue
             files.append(
                 File(
-                    name=_file_name(part, index),
-                    content_type=part.get_content_type(),
+                    name=clean(_file_name(part, index)),
+                    content_type=clean(part.get_content_type()),
                     content=_bytes_of(part),
                     cid=_header(part, "Content-ID").strip("<>")[:255],
                 )
             )
     if extra_text:
         full_text = "\n\n".join(filter(None, [full_text, *extra_text]))
+    full_text = clean(full_text)
 
     subject = _header(msg, "Subject").replace("\r", "").replace("\n", " ")[:500]
     sender = senders[0] if senders else None
@@ -393,14 +557,14 @@ def parse(raw: bytes) -> ParsedMail:
     )
     from_daemon = sender is not None and sender.email.split("@")[0] in ("mailer-daemon", "mail-daemon")
     bounce = None
-    if is_dsn or from_daemon or msg.get("X-Failed-Recipients") is not None:
+    if not headers_only and (is_dsn or from_daemon or msg.get("X-Failed-Recipients") is not None):
         bounce = _dsn(msg)
         if not bounce.original_message_id:
             answered = message_ids(_raw_header(msg, "In-Reply-To")) or message_ids(
                 _raw_header(msg, "References")
             )
             bounce.original_message_id = answered[0] if answered else ""
-
+    cc, cc_omitted = _addresses(msg, "Cc")
     return ParsedMail(
         message_id=message_id[:500],
         has_message_id=bool(ids),
@@ -408,10 +572,13 @@ def parse(raw: bytes) -> ParsedMail:
         references=message_ids(_raw_header(msg, "References")),
         subject=subject,
         sender=sender,
-        reply_to=_addresses(msg, "Reply-To"),
-        to=_addresses(msg, "To"),
-        cc=_addresses(msg, "Cc"),
-        delivered_to=[a.email for name in ("Delivered-To", "X-Original-To") for a in _addresses(msg, name)],
+        reply_to=_addresses(msg, "Reply-To")[0],
+        to=_addresses(msg, "To")[0],
+        cc=cc,
+        cc_omitted=cc_omitted,
+        delivered_to=[
+            a.email for name in ("Delivered-To", "X-Original-To") for a in _addresses(msg, name)[0]
+        ],
         return_path=return_path,
         auto_submitted=_header(msg, "Auto-Submitted").split(";")[0].strip().lower(),
         precedence=_header(msg, "Precedence").strip().lower(),

@@ -27,6 +27,7 @@ from django.db import IntegrityError
 
 from accounts.models import Attachment, License, Team
 from helpdesk.context import EMAIL_MESSAGE, Actor, acting_as
+from helpdesk.errors import TooLarge
 from helpdesk.transactions import unit_of_work
 from templates_app.addresses import parse_inbound_address
 from templates_app.inbound import parse
@@ -123,23 +124,40 @@ def _mark_inbox_used(license: License) -> None:
     license.flags = locked.flags
 
 
-def _store_files(license: License, files: list[parse.File]):
-    """The mail's files through the attachment storage (like API uploads): a transaction ID, or None."""
+def _files_note(files: list[parse.File], why: str) -> str:
+    names = ", ".join(f.name for f in files[:20]) + (", ..." if len(files) > 20 else "")
+    return f"[{len(files)} more files were not stored ({why}): {names}. The original e-mail is kept.]"
+
+
+def _store_files(license: License, files: list[parse.File]) -> tuple[object, str]:
+    """The mail's files through the attachment storage (like API uploads): (a transaction ID or None, a note).
+
+    Files beyond UPLOAD_MAX_FILES_PER_TRANSACTION, or all of them when the license's storage is full, are
+    left out and the note names them: a limit that no retry can change never refuses the mail (the raw
+    message, with every file, is kept on the InboundMessage)."""
     if not files:
-        return None
+        return None, ""
+    note = ""
+    most = settings.UPLOAD_MAX_FILES_PER_TRANSACTION
+    if most and len(files) > most:
+        files, dropped = files[:most], files[most:]
+        note = _files_note(dropped, f"at most {most} per message")
     txn = ticket_services.transaction_create(license=license)
     uploads = [
         SimpleUploadedFile(f.name or "attachment", f.content, content_type=f.content_type) for f in files
     ]
-    stored = ticket_services.attachments_add(txn=txn, files=uploads)
+    try:
+        stored = ticket_services.attachments_add(txn=txn, files=uploads)
+    except TooLarge as exc:  # the license's storage is full (checked before anything is written)
+        return None, _files_note(files, str(exc).rstrip(".")) + (f" {note}" if note else "")
     for attachment, file in zip(stored, files, strict=True):
         if file.cid:
             Attachment.objects.filter(pk=attachment.pk).update(cid=file.cid)
-    return txn.pk
+    return txn.pk, note
 
 
-def _message_dict(mail: parse.ParsedMail) -> dict:
-    message = {"text": mail.text, "isPrivate": False}
+def _message_dict(mail: parse.ParsedMail, note: str = "") -> dict:
+    message = {"text": f"{mail.text}\n\n{note}" if note else mail.text, "isPrivate": False}
     if mail.html:
         message["richTextHtml"] = mail.html
     return message
@@ -175,18 +193,33 @@ def _record_bounce(inbound: InboundMessage, mail: parse.ParsedMail) -> None:
     OutboundMessage.objects.filter(pk=original.pk).update(status="bounced", last_error=inbound.note)
 
 
-def _new_ticket(inbound, target: Target, mail, requester, *, spam: bool, team: Team | None, txn_id) -> Ticket:
-    ours = {target.address}
-    people = [
-        {"email": a.email, "name": a.name}
-        for a in mail.cc
-        if a.email != requester.email and a.email not in ours and parse_inbound_address(a.email) is None
-    ]
+def _people(target: Target, mail: parse.ParsedMail, requester: parse.Address) -> tuple[list[dict], str]:
+    """The Cc in the loop, at most MAIL_MAX_PEOPLE_IN_THE_LOOP (one mail with 3,000 Cc would make every
+    answer 3,001 mails from the team's address to strangers), and a note when some were left out."""
+    ours, seen, people = {target.address, requester.email}, set(), []
+    for a in mail.cc:
+        if a.email not in ours and a.email not in seen and parse_inbound_address(a.email) is None:
+            seen.add(a.email)
+            people.append({"email": a.email, "name": a.name})
+    most = settings.MAIL_MAX_PEOPLE_IN_THE_LOOP
+    dropped = len(people) - most + mail.cc_omitted
+    if dropped <= 0:
+        return people, ""
+    return people[:most], f"[{dropped} more Cc were not put in the loop: at most {most} people per ticket.]"
+
+
+def _new_ticket(
+    inbound, target: Target, mail, requester, *, spam: bool, team: Team | None, txn_id, note: str
+) -> Ticket:
+    people, dropped = _people(target, mail, requester)
+    if dropped:
+        note = f"{note} {dropped}".strip()
+        inbound.note = inbound.note or dropped[1:-1]
     ticket = ticket_services.ticket_create(
         license=target.license,
         subject=mail.subject or "(no subject)",
         requester={"email": requester.email, "name": requester.name},
-        message=_message_dict(mail),
+        message=_message_dict(mail, note),
         author_type="client",
         teams=[team] if team else None,
         people_in_the_loop=people,
@@ -197,13 +230,17 @@ def _new_ticket(inbound, target: Target, mail, requester, *, spam: bool, team: T
     return ticket
 
 
-def _reply(ticket: Ticket, mail, txn_id) -> Ticket:
+def _reply(ticket: Ticket, mail, txn_id, note: str) -> Ticket:
     if ticket.silo in READ_ONLY_SILOS:
         # spam/trash: the contract moves it back; archive too, or the customer's reply could not be added
         ticket = ticket_services.ticket_update(ticket=ticket, silo="tickets")
     reopen = {"status": "open"} if ticket.status in ("solved", "closed") else {}
     return ticket_services.ticket_update(
-        ticket=ticket, message=_message_dict(mail), author_type="client", transaction_id=txn_id, **reopen
+        ticket=ticket,
+        message=_message_dict(mail, note),
+        author_type="client",
+        transaction_id=txn_id,
+        **reopen,
     )
 
 
@@ -220,7 +257,7 @@ def _handle(inbound: InboundMessage, target: Target, mail: parse.ParsedMail, env
         inbound.kind, inbound.note = InboundMessage.KIND_LOOP, "our own mail came back: dropped"
         return
     requester = _requester(mail)
-    if requester is None and envelope_sender and "@" in envelope_sender:
+    if requester is None and envelope_sender and "@" in envelope_sender and len(envelope_sender) <= 254:
         # no From header (a bare script's mail): the envelope sender is who wrote
         requester = parse.Address(envelope_sender.lower())
         inbound.sender = sender = requester.email
@@ -238,13 +275,14 @@ def _handle(inbound: InboundMessage, target: Target, mail: parse.ParsedMail, env
         if ticket_team is not None and (ticket_team.settings or {}).get("unauthReplyCreatesNewTicket"):
             inbound.note = f"{sender} is not on ticket #{ticket.short_id}: a new ticket (team setting)"
             team, ticket = ticket_team, None
-    txn_id = _store_files(license, mail.files)
+    txn_id, note = _store_files(license, mail.files)
+    inbound.note = inbound.note or note[1:-1] or mail.problem
     if ticket is not None:
-        ticket = _reply(ticket, mail, txn_id)
+        ticket = _reply(ticket, mail, txn_id, note)
         inbound.kind = InboundMessage.KIND_REPLY
         inbound.note = inbound.note or f"reply to #{ticket.short_id} (by {how})"
     else:
-        ticket = _new_ticket(inbound, target, mail, requester, spam=spam, team=team, txn_id=txn_id)
+        ticket = _new_ticket(inbound, target, mail, requester, spam=spam, team=team, txn_id=txn_id, note=note)
         inbound.kind = InboundMessage.KIND_TICKET
         reason = _no_auto_reply_reason(mail, envelope_sender)
         if not reason and _storm_reached(license, sender, inbound.created_at):
@@ -273,6 +311,7 @@ def _store(target: Target, raw: bytes, mail: parse.ParsedMail, envelope_sender) 
             _mark_inbox_used(target.license)  # before any ticket is locked (docs/architecture.md, locks)
             _handle(inbound, target, mail, envelope_sender)
         inbound.raw.save(f"{inbound.pk}.eml", ContentFile(raw), save=False)
+        inbound.note = inbound.note[:300]
         # inserted last, complete, in one statement: a concurrent delivery of the same message fails here on
         # the unique index (IntegrityError: everything it wrote is rolled back) and is answered as a duplicate
         try:
