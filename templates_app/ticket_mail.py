@@ -71,7 +71,9 @@ def sender(*, license, team, short_id: str) -> tuple[str, list[str]]:
 
 
 def recipients(ticket) -> list[str]:
-    """The requester and the people in the loop, once each, never one of our own or the license's addresses."""
+    """The requester and the people in the loop, once each, never one of our own or the license's addresses;
+    at most MAIL_MAX_PEOPLE_IN_THE_LOOP people besides the requester (the rest get no mail, and no request
+    renders more than that many)."""
     own = {
         address.lower()
         for address in ReplyAddress.objects.for_license(ticket.license_id).values_list("email", flat=True)
@@ -84,6 +86,8 @@ def recipients(ticket) -> list[str]:
             continue
         seen.add(key)
         result.append(email)
+        if len(result) > settings.MAIL_MAX_PEOPLE_IN_THE_LOOP:
+            break
     return result
 
 

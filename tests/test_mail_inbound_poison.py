@@ -158,3 +158,16 @@ def test_a_huge_html_body_is_kept_as_a_file_and_its_text_read(license, settings)
 def test_a_message_id_with_a_nul_is_stored(license):
     raw = simple(headers={"Message-ID": "<a\x00b@poison.example>"})
     assert receive(license, raw).status == "stored"
+
+
+def test_cc_beyond_the_limit_are_not_put_in_the_loop(license, settings):
+    settings.MAIL_MAX_PEOPLE_IN_THE_LOOP = 50
+    cc = ", ".join(f"Person {n} <p{n}@example.com>" for n in range(3000))
+    # when
+    result = receive(license, simple(headers={"Cc": cc}))
+    # then
+    ticket = Ticket.objects.get(pk=result.ticket_id)
+    assert [p["email"] for p in ticket.people_in_the_loop] == [f"p{n}@example.com" for n in range(50)]
+    assert (
+        "[2950 more Cc were not put in the loop: at most 50 people per ticket.]" in only_message(result).text
+    )
