@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from datetime import timedelta
 
 from django.conf import settings
 from django.core.files.base import ContentFile
@@ -30,7 +29,7 @@ from helpdesk.context import EMAIL_MESSAGE, Actor, acting_as
 from helpdesk.errors import TooLarge
 from helpdesk.transactions import unit_of_work
 from templates_app.addresses import parse_inbound_address
-from templates_app.inbound import parse
+from templates_app.inbound import parse, storm
 from templates_app.inbound.selectors import (
     Target,
     candidates,
@@ -86,32 +85,6 @@ def _requester(mail: parse.ParsedMail) -> parse.Address | None:
     ):
         return foreign[0]
     return mail.sender
-
-
-def _no_auto_reply_reason(mail: parse.ParsedMail, envelope_sender: str | None) -> str:
-    """Why an acknowledgement must not be sent (the contract's list), or "" when it may."""
-    if mail.auto_submitted and mail.auto_submitted != "no":
-        return f"no auto-reply: Auto-Submitted: {mail.auto_submitted}"
-    if mail.precedence in parse.BULK_PRECEDENCE:
-        return f"no auto-reply: Precedence: {mail.precedence}"
-    if envelope_sender == "" or mail.return_path == "":
-        return "no auto-reply: null return path (an automatic message)"
-    if mail.spam_flag:
-        return "no auto-reply: spam"
-    return ""
-
-
-def _storm_reached(license: License, sender: str, now) -> bool:
-    """At most INBOUND_AUTO_REPLIES_PER_HOUR acknowledgements per sender and hour, counted in the database.
-
-    Exact under concurrency: it runs after ticket_create, which holds the license's ticket-number row lock
-    until commit, so two new tickets of one license are decided one after the other, each seeing the other's
-    committed row (READ COMMITTED takes a fresh snapshot per statement)."""
-    since = now - timedelta(hours=1)
-    sent = InboundMessage.objects.filter(
-        license=license, sender=sender, auto_reply_allowed=True, created_at__gte=since
-    ).count()
-    return sent >= settings.INBOUND_AUTO_REPLIES_PER_HOUR
 
 
 def _mark_inbox_used(license: License) -> None:
@@ -284,11 +257,9 @@ def _handle(inbound: InboundMessage, target: Target, mail: parse.ParsedMail, env
     else:
         ticket = _new_ticket(inbound, target, mail, requester, spam=spam, team=team, txn_id=txn_id, note=note)
         inbound.kind = InboundMessage.KIND_TICKET
-        reason = _no_auto_reply_reason(mail, envelope_sender)
-        if not reason and _storm_reached(license, sender, inbound.created_at):
-            reason = (
-                f"no auto-reply: more than {settings.INBOUND_AUTO_REPLIES_PER_HOUR} to {sender} this hour"
-            )
+        reason = storm.auto_reply_refusal(
+            license=license, mail=mail, envelope_sender=envelope_sender, sender=sender, now=inbound.created_at
+        )
         inbound.auto_reply_allowed = not reason
         inbound.note = inbound.note or reason or ("spam" if spam else "")
     inbound.ticket = ticket
