@@ -97,24 +97,23 @@ def _mark_inbox_used(license: License) -> None:
     license.flags = locked.flags
 
 
-def _files_note(files: list[parse.File], why: str) -> str:
-    names = ", ".join(f.name for f in files[:20]) + (", ..." if len(files) > 20 else "")
-    return f"[{len(files)} more files were not stored ({why}): {names}. The original e-mail is kept.]"
+def _files_note(names: list[str], why: str) -> str:
+    listed = ", ".join(name for name in names[:20] if name) + (", ..." if len(names) > 20 else "")
+    return f"[{len(names)} more files were not stored ({why}): {listed}. The original e-mail is kept.]"
 
 
-def _store_files(license: License, files: list[parse.File]) -> tuple[object, str]:
+def _store_files(license: License, files: list[parse.File], omitted: list[str]) -> tuple[object, str]:
     """The mail's files through the attachment storage (like API uploads): (a transaction ID or None, a note).
 
     Files beyond UPLOAD_MAX_FILES_PER_TRANSACTION, or all of them when the license's storage is full, are
     left out and the note names them: a limit that no retry can change never refuses the mail (the raw
     message, with every file, is kept on the InboundMessage)."""
-    if not files:
-        return None, ""
-    note = ""
     most = settings.UPLOAD_MAX_FILES_PER_TRANSACTION
     if most and len(files) > most:
-        files, dropped = files[:most], files[most:]
-        note = _files_note(dropped, f"at most {most} per message")
+        files, omitted = files[:most], [f.name for f in files[most:]] + omitted
+    note = _files_note(omitted, f"at most {most} per message") if omitted else ""
+    if not files:
+        return None, note
     txn = ticket_services.transaction_create(license=license)
     uploads = [
         SimpleUploadedFile(f.name or "attachment", f.content, content_type=f.content_type) for f in files
@@ -122,7 +121,7 @@ def _store_files(license: License, files: list[parse.File]) -> tuple[object, str
     try:
         stored = ticket_services.attachments_add(txn=txn, files=uploads)
     except TooLarge as exc:  # the license's storage is full (checked before anything is written)
-        return None, _files_note(files, str(exc).rstrip(".")) + (f" {note}" if note else "")
+        return None, _files_note([f.name for f in files], str(exc).rstrip(".")) + (f" {note}" if note else "")
     for attachment, file in zip(stored, files, strict=True):
         if file.cid:
             Attachment.objects.filter(pk=attachment.pk).update(cid=file.cid)
@@ -248,7 +247,7 @@ def _handle(inbound: InboundMessage, target: Target, mail: parse.ParsedMail, env
         if ticket_team is not None and (ticket_team.settings or {}).get("unauthReplyCreatesNewTicket"):
             inbound.note = f"{sender} is not on ticket #{ticket.short_id}: a new ticket (team setting)"
             team, ticket = ticket_team, None
-    txn_id, note = _store_files(license, mail.files)
+    txn_id, note = _store_files(license, mail.files, mail.files_omitted)
     inbound.note = inbound.note or note[1:-1] or mail.problem
     if ticket is not None:
         ticket = _reply(ticket, mail, txn_id, note)
@@ -310,7 +309,7 @@ def inbound_message_receive(
     limit = settings.INBOUND_MAX_MESSAGE_BYTES
     if len(raw) > limit:
         raise MessageTooLarge(f"Message too large: {len(raw)} bytes, at most {limit} accepted.")
-    mail = parse.parse(raw)
+    mail = parse.parse(raw, max_files=settings.UPLOAD_MAX_FILES_PER_TRANSACTION)
     target = license_for(candidates(mail, recipients))
     if target is None:
         logger.warning(
