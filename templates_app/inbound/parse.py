@@ -447,6 +447,18 @@ def _is_attachment(part) -> bool:
     return part.get_content_type() not in ("text/plain", "text/html")
 
 
+def _attached(part) -> bool:
+    """_is_attachment from the raw headers (no header parsing: 80,000 parts would take a minute)."""
+    for key, value in part.raw_items():
+        key = key.lower()
+        if key == "content-disposition" and str(value).lstrip().lower().startswith("attachment"):
+            return True
+        if key == "content-type":
+            kind = str(value).lstrip().lower()
+            return not kind.startswith(("text/plain", "text/html", "multipart/"))
+    return False
+
+
 def _leaves(part):
     """Leaf parts, not descending into attached messages (a forwarded mail is one file)."""
     if part.is_multipart() and part.get_content_maintype() == "multipart":
@@ -481,6 +493,23 @@ def _automatic_headers(msg: EmailMessage) -> dict[str, str]:
             continue  # only delivery or read receipts suppressed, or "None"
         found[name.lower()] = value
     return found
+
+
+def _trim(msg: EmailMessage, keep: int) -> int:
+    """Cut every multipart to its first `keep` parts; the number of leaf parts cut off. get_body() parses the
+    Content-Disposition of every part (80,000 parts: 15 s), and no more than `keep` can be stored anyway."""
+    dropped, stack = 0, [(msg, True)]
+    while stack:
+        part, kept = stack.pop()
+        payload = part.get_payload() if part.is_multipart() else None
+        if not isinstance(payload, list):
+            dropped += not kept
+            continue
+        if kept and len(payload) > keep:
+            stack.extend((child, False) for child in payload[keep:])
+            del payload[keep:]
+        stack.extend((child, kept) for child in payload if hasattr(child, "is_multipart"))
+    return dropped
 
 
 def _too_deep(msg: EmailMessage) -> bool:
@@ -519,7 +548,10 @@ def parse(raw: bytes, *, max_files: int = 0) -> ParsedMail:
         msg = _message(raw)
         if _too_deep(msg):
             return unreadable(raw, f"its MIME parts are nested more than {MAX_MIME_DEPTH} levels deep")
-        return _parse(raw, msg, max_files=max_files)
+        cut = _trim(msg, max_files + 10) if max_files else 0
+        mail = _parse(raw, msg, max_files=max_files)
+        mail.files_omitted += [""] * cut
+        return mail
     except RecursionError:
         return unreadable(raw, f"its MIME parts are nested more than {MAX_MIME_DEPTH} levels deep")
     except Exception:
@@ -584,13 +616,13 @@ def _parse(raw: bytes, msg: EmailMessage, *, headers_only: bool = False, max_fil
         for index, part in enumerate(_leaves(msg), start=1):
             if part is plain or part is html_part or part.get_content_type() == "message/delivery-status":
                 continue
+            if max_files and len(files) >= max_files and _attached(part):
+                # beyond the limit: named (the first ones) and counted, never decoded nor parsed further
+                omitted.append(clean(_file_name(part, index)) if len(omitted) < 20 else "")
+                continue
             if not _is_attachment(part):
                 if part.get_content_type() == "text/plain":
                     extra_text.append(_text_of(part).strip())
-                continue
-            if max_files and len(files) >= max_files:
-                # beyond the limit: named (the first ones) and counted, never decoded
-                omitted.append(clean(_file_name(part, index)) if len(omitted) < 20 else "")
                 continue
             files.append(
                 File(
