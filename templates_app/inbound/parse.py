@@ -359,9 +359,8 @@ _FORWARD_SUBJECT = re.compile(r"^\s*(fwd?|fw|wg|tr|přeposlat)\s*:", re.I)
 _CANDIDATE = re.compile(r"^[ \t]*(?:-|\*|On |Le |Am |From:|De:|Von:|Od:)", re.M | re.I)
 
 
-def _candidate_lines(lines: list[str]):
+def _candidate_lines(text: str):
     """Indexes of the lines that may start a quote, in order (a 25 MB mail of short lines is not walked)."""
-    text = "\n".join(lines)
     index, position = 0, 0
     for match in _CANDIDATE.finditer(text):
         index += text.count("\n", position, match.start())
@@ -373,10 +372,11 @@ def strip_quoted(text: str, *, subject: str = "") -> str:
     """The new part of a reply: cut at the client's "On ... wrote:" / "-----Original Message-----" / Outlook's
     "From: ... Sent: ..." header block, then drop a trailing block of `>` quotes. Forwards keep the forwarded
     mail (that is their content); a mail that is nothing but quotes is kept whole."""
-    lines = text.replace("\r\n", "\n").split("\n")
+    text = text.replace("\r\n", "\n")
+    lines = text.split("\n")
     is_forward = bool(_FORWARD_SUBJECT.match(subject or ""))
     cut = len(lines)
-    for index in _candidate_lines(lines):
+    for index in _candidate_lines(text):
         line = lines[index]
         stripped = line.strip()
         joined = f"{stripped} {lines[index + 1].strip()}" if index + 1 < len(lines) else stripped
@@ -393,10 +393,9 @@ def strip_quoted(text: str, *, subject: str = "") -> str:
                 while cut > 0 and (not lines[cut - 1].strip() or set(lines[cut - 1].strip()) <= {"_", "-"}):
                     cut -= 1
                 break
-    kept = lines[:cut]
-    while kept and (not kept[-1].strip() or kept[-1].lstrip().startswith(">")):
-        kept.pop()
-    result = "\n".join(kept).strip()
+    while cut and (not lines[cut - 1].strip() or lines[cut - 1].lstrip().startswith(">")):
+        cut -= 1
+    result = text.strip() if cut == len(lines) else "\n".join(lines[:cut]).strip()
     return result or text.strip()
 
 
