@@ -254,6 +254,11 @@ HELPDESK_INBOUND_DOMAIN = env_str("HELPDESK_INBOUND_DOMAIN", "helpdesk.localhost
 INBOUND_MAX_MESSAGE_BYTES = env_int("INBOUND_MAX_MESSAGE_BYTES", 25 * 1024 * 1024)
 # Acknowledgements (auto-replies) per sender and license per hour, beyond which none is sent (storm protection).
 INBOUND_AUTO_REPLIES_PER_HOUR = env_int("INBOUND_AUTO_REPLIES_PER_HOUR", 10)
+# ... and per sender domain (robot+1@, robot+2@ ... of one responder) and per license, per hour.
+INBOUND_AUTO_REPLIES_PER_DOMAIN_PER_HOUR = env_int("INBOUND_AUTO_REPLIES_PER_DOMAIN_PER_HOUR", 30)
+INBOUND_AUTO_REPLIES_PER_LICENSE_PER_HOUR = env_int("INBOUND_AUTO_REPLIES_PER_LICENSE_PER_HOUR", 300)
+# People in the loop a mail puts on a ticket (its Cc), and the ticket's mail goes to (besides the requester).
+MAIL_MAX_PEOPLE_IN_THE_LOOP = env_int("MAIL_MAX_PEOPLE_IN_THE_LOOP", 50)
 # The web app's address: links in e-mails (invitations) point there.
 HELPDESK_APP_URL = env_str("HELPDESK_APP_URL", "http://localhost:8000")
 HELPDESK_INVITATION_MAX_AGE_DAYS = env_int("HELPDESK_INVITATION_MAX_AGE_DAYS", 7)

@@ -19,6 +19,8 @@ import logging
 import uuid
 from email.utils import formataddr
 
+from django.conf import settings
+
 from accounts.attachments import signed_attachment_url
 from templates_app import mail
 from templates_app.addresses import inbound_domain, license_address, reply_address
@@ -68,7 +70,9 @@ def sender(*, license, team, short_id: str) -> tuple[str, list[str]]:
 
 
 def recipients(ticket) -> list[str]:
-    """The requester and the people in the loop, once each, never one of our own or the license's addresses."""
+    """The requester and the people in the loop, once each, never one of our own or the license's addresses;
+    at most MAIL_MAX_PEOPLE_IN_THE_LOOP people besides the requester (the rest get no mail, and no request
+    renders more than that many)."""
     own = {
         address.lower()
         for address in ReplyAddress.objects.for_license(ticket.license_id).values_list("email", flat=True)
@@ -81,6 +85,8 @@ def recipients(ticket) -> list[str]:
             continue
         seen.add(key)
         result.append(email)
+        if len(result) > settings.MAIL_MAX_PEOPLE_IN_THE_LOOP:
+            break
     return result
 
 

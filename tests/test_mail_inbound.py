@@ -534,3 +534,46 @@ def test_a_new_ticket_by_mail_costs_a_bounded_number_of_statements(license, djan
         OutboundMessage.objects.filter(ticket=ticket, kind=OutboundMessage.KIND_ACKNOWLEDGEMENT).count() == 1
     )
     assert InboundMessage.objects.get(message_id="<count@x.example>").ticket_id == ticket.pk
+
+
+@pytest.mark.parametrize(
+    ("header", "value"),
+    [
+        ("X-Autoreply", "yes"),
+        ("X-Autorespond", "Out of office"),
+        ("Precedence", "auto_reply"),
+        ("X-Auto-Response-Suppress", "All"),
+        ("X-Auto-Response-Suppress", "OOF, AutoReply"),
+        ("List-Id", "<customers.lists.example.com>"),
+        ("List-Unsubscribe", "<mailto:leave@lists.example.com>"),
+        ("X-Loop", "robot@responder.example"),
+    ],
+)
+def test_no_auto_reply_to_mail_that_vendor_headers_mark_automatic(license, header, value):
+    result = receive(license, simple(headers={header: value}))
+    assert result.kind == "ticket" and not result.auto_reply_allowed
+    assert result.note.lower().startswith("no auto-reply: " + header.lower())
+
+
+def test_suppressing_only_receipts_still_gets_an_auto_reply(license):
+    assert receive(license, simple(headers={"X-Auto-Response-Suppress": "DR, RN, NRN"})).auto_reply_allowed
+
+
+def test_a_responder_with_a_varying_address_is_limited_per_domain(license, settings):
+    # given a robot answering from robot+N@ without Auto-Submitted (61 tickets and acknowledgements in 16 s)
+    settings.INBOUND_AUTO_REPLIES_PER_DOMAIN_PER_HOUR = 30
+    # when
+    decisions = [
+        receive(license, simple(sender=f"robot+{n}@responder.example")).auto_reply_allowed for n in range(35)
+    ]
+    # then
+    assert decisions == [True] * 30 + [False] * 5
+    assert "more than 30 to @responder.example this hour" in InboundMessage.objects.latest("created_at").note
+    assert receive(license, simple(sender="jo@calm.example")).auto_reply_allowed
+
+
+def test_acknowledgements_are_limited_per_license(license, other_license, settings):
+    settings.INBOUND_AUTO_REPLIES_PER_LICENSE_PER_HOUR = 5
+    decisions = [receive(license, simple(sender=f"jo@d{n}.example")).auto_reply_allowed for n in range(7)]
+    assert decisions == [True] * 5 + [False] * 2
+    assert receive(other_license, simple(sender="jo@d9.example")).auto_reply_allowed

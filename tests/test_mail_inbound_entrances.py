@@ -21,7 +21,7 @@ from templates_app.inbound.smtp import make_controller
 from templates_app.models import BlockedSender, InboundMessage
 from tests.factories import LicenseFactory
 from tests.mail_helpers import load, simple
-from tickets.models import Ticket
+from tickets.models import Message, Ticket
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -80,6 +80,12 @@ def test_receive_mail_exits_65_for_a_message_too_large(license, settings):
     code, output = run_receive_mail(simple(body="x" * 5000), "--recipient", license_address(license.pk))
     assert code == 65 and "too large" in output
     assert not Ticket.objects.exists()
+
+
+def test_receive_mail_help_lists_every_exit_status():
+    from templates_app.management.commands.receive_mail import Command
+
+    assert all(f"{code} " in Command.help for code in (0, 65, 67, 75))
 
 
 def test_receive_mail_exits_75_on_database_trouble_and_stores_nothing(license, monkeypatch):
@@ -154,6 +160,23 @@ def test_smtp_receives_a_mail_into_a_ticket(listener):
     ticket = Ticket.objects.get(license=license)
     assert ticket.requester_email == "jana.novak@example.com"
     assert [p["email"] for p in ticket.people_in_the_loop] == ["petr@example.com", "accounts@example.com"]
+
+
+@pytestmark_tx
+@pytest.mark.parametrize("lmtp", [False, True])
+def test_a_line_over_1000_characters_is_stored_as_the_pipe_stores_it(listener, lmtp):
+    # given a mail with one 5,000-character line (RFC 5321 says 1,000; real senders do it anyway)
+    license = LicenseFactory()
+    server = listener(lmtp=lmtp)
+    raw = simple(subject="Long line").replace(b"Hi there", b"x" * 5000)
+    client_class = smtplib.LMTP if lmtp else smtplib.SMTP
+    # when
+    with client_class(server.hostname, server.port) as client:
+        refused = client.sendmail("jo@example.com", [license_address(license.pk)], raw)
+    # then
+    assert refused == {}
+    message = Message.objects.get(ticket=Ticket.objects.get(license=license))
+    assert message.text == "x" * 5000
 
 
 @pytestmark_tx

@@ -371,3 +371,20 @@ def test_purging_a_ticket_deletes_its_mail(agent, license, ticket, django_captur
     connection.check_constraints()
     assert result.counts == {license.pk: {"spam": 0, "trash": 1}}
     assert not OutboundMessage.objects.filter(pk=row.pk).exists()
+
+
+def test_an_answer_goes_to_at_most_the_limit_of_people_in_the_loop(
+    agent, license, settings, django_capture_on_commit_callbacks
+):
+    # given a ticket with 3,000 people in the loop (written before the inbound limit)
+    settings.MAIL_MAX_PEOPLE_IN_THE_LOOP = 50
+    ticket = TicketFactory(
+        license=license,
+        requester={"email": "jane@customer.example"},
+        people_in_the_loop=[{"email": f"p{n}@stranger.example"} for n in range(3000)],
+    )
+    # when an agent answers
+    _reply(agent, ticket, callbacks=django_capture_on_commit_callbacks)
+    # then the requester and 50 people get it: 51 mails rendered, not 3,001
+    recipients = list(OutboundMessage.objects.filter(ticket=ticket).values_list("to", flat=True))
+    assert len(recipients) == 51 and recipients.count("jane@customer.example") == 1

@@ -72,3 +72,32 @@ def test_learning_a_language_is_not_an_audited_license_change(owner):
     # then the license learned it, and nobody is recorded as having changed the license
     assert License.objects.get(pk=owner.license.pk).detected_languages == ["de"]
     assert AuditEntry.objects.filter(license_id=owner.license.pk, target="licenses").count() == before
+
+
+def test_noise_before_the_words_is_dropped_before_the_text_is_cut():
+    # the first 1,000 characters that the model reads are words, not the addresses and links before them
+    noise = "jo@example.com https://example.com/a/b 2026-11-25 " * 400
+    text = noise + "Hello, my order did not arrive. Could you please check the delivery status?"
+    assert detect_language(text) == "en"
+
+
+def test_a_pathological_text_is_read_in_linear_time():
+    """One 2,000,000-character token, a run of at-signs and URLs without spaces, a 15 MB one-character text: the
+    old noise pattern (\\S+@\\S+ over the whole text) backtracked quadratically (80,000 characters: 15 s) and
+    held the GIL. Run in a child process so that a regression fails on the timeout instead of hanging."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "from tickets.search import detect_language\n"
+        "for text in ['a' * 2_000_000, 'a@' * 1_000_000, 'http://' * 300_000, ('x' * 15_000_000) + ' hello',\n"
+        "             ('word ' * 400_000) + 'a' * 2_000_000, '.' * 2_000_000 + '@']:\n"
+        "    print(detect_language(text))\n"
+    )
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert len(done.stdout.split()) == 6

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from datetime import timedelta
 
 from django.conf import settings
 from django.core.files.base import ContentFile
@@ -27,10 +26,11 @@ from django.db import IntegrityError
 
 from accounts.models import Attachment, License, Team
 from helpdesk.context import EMAIL_MESSAGE, Actor, acting_as
+from helpdesk.errors import TooLarge
 from helpdesk.transactions import unit_of_work
 from templates_app import ticket_mail
 from templates_app.addresses import parse_inbound_address
-from templates_app.inbound import parse
+from templates_app.inbound import parse, storm
 from templates_app.inbound.selectors import (
     Target,
     candidates,
@@ -88,34 +88,6 @@ def _requester(mail: parse.ParsedMail) -> parse.Address | None:
     return mail.sender
 
 
-def _no_auto_reply_reason(mail: parse.ParsedMail, envelope_sender: str | None, *, blocked: bool) -> str:
-    """Why an acknowledgement must not be sent (the contract's list), or "" when it may."""
-    if mail.auto_submitted and mail.auto_submitted != "no":
-        return f"no auto-reply: Auto-Submitted: {mail.auto_submitted}"
-    if mail.precedence in parse.BULK_PRECEDENCE:
-        return f"no auto-reply: Precedence: {mail.precedence}"
-    if envelope_sender == "" or mail.return_path == "":
-        return "no auto-reply: null return path (an automatic message)"
-    if mail.spam_flag:
-        return "no auto-reply: spam"
-    if blocked:
-        return "no auto-reply: blocked sender"
-    return ""
-
-
-def _storm_reached(license: License, sender: str, now) -> bool:
-    """At most INBOUND_AUTO_REPLIES_PER_HOUR acknowledgements per sender and hour, counted in the database.
-
-    Exact under concurrency: it runs after ticket_create, which holds the license's ticket-number row lock
-    until commit, so two new tickets of one license are decided one after the other, each seeing the other's
-    committed row (READ COMMITTED takes a fresh snapshot per statement)."""
-    since = now - timedelta(hours=1)
-    sent = InboundMessage.objects.filter(
-        license=license, sender=sender, auto_reply_allowed=True, created_at__gte=since
-    ).count()
-    return sent >= settings.INBOUND_AUTO_REPLIES_PER_HOUR
-
-
 def _mark_inbox_used(license: License) -> None:
     if (license.flags or {}).get("defaultInboxUsed"):
         return
@@ -126,23 +98,39 @@ def _mark_inbox_used(license: License) -> None:
     license.flags = locked.flags
 
 
-def _store_files(license: License, files: list[parse.File]):
-    """The mail's files through the attachment storage (like API uploads): a transaction ID, or None."""
+def _files_note(names: list[str], why: str) -> str:
+    listed = ", ".join(name for name in names[:20] if name) + (", ..." if len(names) > 20 else "")
+    return f"[{len(names)} more files were not stored ({why}): {listed}. The original e-mail is kept.]"
+
+
+def _store_files(license: License, files: list[parse.File], omitted: list[str]) -> tuple[object, str]:
+    """The mail's files through the attachment storage (like API uploads): (a transaction ID or None, a note).
+
+    Files beyond UPLOAD_MAX_FILES_PER_TRANSACTION, or all of them when the license's storage is full, are
+    left out and the note names them: a limit that no retry can change never refuses the mail (the raw
+    message, with every file, is kept on the InboundMessage)."""
+    most = settings.UPLOAD_MAX_FILES_PER_TRANSACTION
+    if most and len(files) > most:
+        files, omitted = files[:most], [f.name for f in files[most:]] + omitted
+    note = _files_note(omitted, f"at most {most} per message") if omitted else ""
     if not files:
-        return None
+        return None, note
     txn = ticket_services.transaction_create(license=license)
     uploads = [
         SimpleUploadedFile(f.name or "attachment", f.content, content_type=f.content_type) for f in files
     ]
-    stored = ticket_services.attachments_add(txn=txn, files=uploads)
+    try:
+        stored = ticket_services.attachments_add(txn=txn, files=uploads)
+    except TooLarge as exc:  # the license's storage is full (checked before anything is written)
+        return None, _files_note([f.name for f in files], str(exc).rstrip(".")) + (f" {note}" if note else "")
     for attachment, file in zip(stored, files, strict=True):
         if file.cid:
             Attachment.objects.filter(pk=attachment.pk).update(cid=file.cid)
-    return txn.pk
+    return txn.pk, note
 
 
-def _message_dict(mail: parse.ParsedMail) -> dict:
-    message = {"text": mail.text, "isPrivate": False}
+def _message_dict(mail: parse.ParsedMail, note: str = "") -> dict:
+    message = {"text": f"{mail.text}\n\n{note}" if note else mail.text, "isPrivate": False}
     if mail.html:
         message["richTextHtml"] = mail.html
     return message
@@ -178,18 +166,33 @@ def _record_bounce(inbound: InboundMessage, mail: parse.ParsedMail) -> None:
     OutboundMessage.objects.filter(pk=original.pk).update(status="bounced", last_error=inbound.note)
 
 
-def _new_ticket(inbound, target: Target, mail, requester, *, spam: bool, team: Team | None, txn_id) -> Ticket:
-    ours = {target.address}
-    people = [
-        {"email": a.email, "name": a.name}
-        for a in mail.cc
-        if a.email != requester.email and a.email not in ours and parse_inbound_address(a.email) is None
-    ]
+def _people(target: Target, mail: parse.ParsedMail, requester: parse.Address) -> tuple[list[dict], str]:
+    """The Cc in the loop, at most MAIL_MAX_PEOPLE_IN_THE_LOOP (one mail with 3,000 Cc would make every
+    answer 3,001 mails from the team's address to strangers), and a note when some were left out."""
+    ours, seen, people = {target.address, requester.email}, set(), []
+    for a in mail.cc:
+        if a.email not in ours and a.email not in seen and parse_inbound_address(a.email) is None:
+            seen.add(a.email)
+            people.append({"email": a.email, "name": a.name})
+    most = settings.MAIL_MAX_PEOPLE_IN_THE_LOOP
+    dropped = len(people) - most + mail.cc_omitted
+    if dropped <= 0:
+        return people, ""
+    return people[:most], f"[{dropped} more Cc were not put in the loop: at most {most} people per ticket.]"
+
+
+def _new_ticket(
+    inbound, target: Target, mail, requester, *, spam: bool, team: Team | None, txn_id, note: str
+) -> Ticket:
+    people, dropped = _people(target, mail, requester)
+    if dropped:
+        note = f"{note} {dropped}".strip()
+        inbound.note = inbound.note or dropped[1:-1]
     ticket = ticket_services.ticket_create(
         license=target.license,
         subject=mail.subject or "(no subject)",
         requester={"email": requester.email, "name": requester.name},
-        message=_message_dict(mail),
+        message=_message_dict(mail, note),
         author_type="client",
         teams=[team] if team else None,
         people_in_the_loop=people,
@@ -200,13 +203,17 @@ def _new_ticket(inbound, target: Target, mail, requester, *, spam: bool, team: T
     return ticket
 
 
-def _reply(ticket: Ticket, mail, txn_id) -> Ticket:
+def _reply(ticket: Ticket, mail, txn_id, note: str) -> Ticket:
     if ticket.silo in READ_ONLY_SILOS:
         # spam/trash: the contract moves it back; archive too, or the customer's reply could not be added
         ticket = ticket_services.ticket_update(ticket=ticket, silo="tickets")
     reopen = {"status": "open"} if ticket.status in ("solved", "closed") else {}
     return ticket_services.ticket_update(
-        ticket=ticket, message=_message_dict(mail), author_type="client", transaction_id=txn_id, **reopen
+        ticket=ticket,
+        message=_message_dict(mail, note),
+        author_type="client",
+        transaction_id=txn_id,
+        **reopen,
     )
 
 
@@ -223,7 +230,7 @@ def _handle(inbound: InboundMessage, target: Target, mail: parse.ParsedMail, env
         inbound.kind, inbound.note = InboundMessage.KIND_LOOP, "our own mail came back: dropped"
         return
     requester = _requester(mail)
-    if requester is None and envelope_sender and "@" in envelope_sender:
+    if requester is None and envelope_sender and "@" in envelope_sender and len(envelope_sender) <= 254:
         # no From header (a bare script's mail): the envelope sender is who wrote
         requester = parse.Address(envelope_sender.lower())
         inbound.sender = sender = requester.email
@@ -242,15 +249,23 @@ def _handle(inbound: InboundMessage, target: Target, mail: parse.ParsedMail, env
         if ticket_team is not None and (ticket_team.settings or {}).get("unauthReplyCreatesNewTicket"):
             inbound.note = f"{sender} is not on ticket #{ticket.short_id}: a new ticket (team setting)"
             team, ticket = ticket_team, None
-    txn_id = _store_files(license, mail.files)
+    txn_id, note = _store_files(license, mail.files, mail.files_omitted)
+    inbound.note = inbound.note or note[1:-1] or mail.problem
     if ticket is not None:
-        ticket = _reply(ticket, mail, txn_id)
+        ticket = _reply(ticket, mail, txn_id, note)
         inbound.kind = InboundMessage.KIND_REPLY
         inbound.note = inbound.note or f"reply to #{ticket.short_id} (by {how})"
     else:
-        ticket = _new_ticket(inbound, target, mail, requester, spam=spam, team=team, txn_id=txn_id)
+        ticket = _new_ticket(inbound, target, mail, requester, spam=spam, team=team, txn_id=txn_id, note=note)
         inbound.kind = InboundMessage.KIND_TICKET
-        reason = _acknowledgement_refused(license, mail, envelope_sender, sender, inbound, blocked=blocked)
+        reason = storm.auto_reply_refusal(
+            license=license,
+            mail=mail,
+            envelope_sender=envelope_sender,
+            sender=sender,
+            now=inbound.created_at,
+            blocked=blocked,
+        )
         inbound.auto_reply_allowed = not reason
         inbound.note = inbound.note or reason or ("spam" if spam else "")
     inbound.ticket = ticket
@@ -259,14 +274,6 @@ def _handle(inbound: InboundMessage, target: Target, mail: parse.ParsedMail, env
         ticket_mail.acknowledgement_queue(
             ticket=ticket, message=inbound.ticket_message, received_message_id=mail.message_id
         )
-
-
-def _acknowledgement_refused(license, mail, envelope_sender, sender: str, inbound, *, blocked: bool) -> str:
-    """The one decision whether a new ticket's mail is acknowledged: why not, or "" when it is."""
-    reason = _no_auto_reply_reason(mail, envelope_sender, blocked=blocked)
-    if not reason and _storm_reached(license, sender, inbound.created_at):
-        reason = f"no auto-reply: more than {settings.INBOUND_AUTO_REPLIES_PER_HOUR} to {sender} this hour"
-    return reason
 
 
 def _store(target: Target, raw: bytes, mail: parse.ParsedMail, envelope_sender) -> Result:
@@ -285,6 +292,7 @@ def _store(target: Target, raw: bytes, mail: parse.ParsedMail, envelope_sender) 
             _mark_inbox_used(target.license)  # before any ticket is locked (docs/architecture.md, locks)
             _handle(inbound, target, mail, envelope_sender)
         inbound.raw.save(f"{inbound.pk}.eml", ContentFile(raw), save=False)
+        inbound.note = inbound.note[:300]
         # inserted last, complete, in one statement: a concurrent delivery of the same message fails here on
         # the unique index (IntegrityError: everything it wrote is rolled back) and is answered as a duplicate
         try:
@@ -312,7 +320,7 @@ def inbound_message_receive(
     limit = settings.INBOUND_MAX_MESSAGE_BYTES
     if len(raw) > limit:
         raise MessageTooLarge(f"Message too large: {len(raw)} bytes, at most {limit} accepted.")
-    mail = parse.parse(raw)
+    mail = parse.parse(raw, max_files=settings.UPLOAD_MAX_FILES_PER_TRANSACTION)
     target = license_for(candidates(mail, recipients))
     if target is None:
         logger.warning(

@@ -157,8 +157,24 @@ class InboundController(Controller):
         self.handler.shutdown()
 
     def factory(self):
-        server_class = LMTP if self.handler.lmtp else SMTP
+        server_class = _LongLinesLMTP if self.handler.lmtp else _LongLinesSMTP
         return server_class(self.handler, **self.SMTP_kwargs)
+
+
+# Lines of any length up to the message size limit, as the receive_mail pipe takes them: a sender's 5,000-character
+# line is stored, not refused with aiosmtpd's permanent "500 Line too long". `line_length_limit` is aiosmtpd's
+# public attribute (read when a connection starts); an over-size message still gets 552 from the size check,
+# and commands keep their own 512-octet limit.
+class _LongLinesSMTP(SMTP):
+    @property
+    def line_length_limit(self):
+        return max(SMTP.line_length_limit, settings.INBOUND_MAX_MESSAGE_BYTES + 3)
+
+
+class _LongLinesLMTP(LMTP):
+    @property
+    def line_length_limit(self):
+        return max(LMTP.line_length_limit, settings.INBOUND_MAX_MESSAGE_BYTES + 3)
 
 
 def make_controller(

@@ -24,7 +24,8 @@ logger = logging.getLogger("helpdesk.inbound")
 
 class Command(BaseCommand):
     help = (
-        "Receive one RFC 5322 message from stdin (exit 0 stored, 67 unknown recipient, 75 try again later)."
+        "Receive one RFC 5322 message from stdin. Exit status: 0 stored (also a duplicate or a dropped loop), "
+        "65 too large (bounced), 67 unknown recipient (bounced), 75 try again later (database trouble)."
     )
     stealth_options = ("stdin",)  # tests hand in a byte stream
     requires_system_checks = []
