@@ -224,11 +224,13 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = "UTC"
 if REDIS_URL:
     # RedBeat keeps the schedule in Redis behind a Redis lock: a second beat started by mistake waits for
-    # the lock instead of firing the schedule again (and takes over within 5 minutes if the holder dies).
-    CELERY_BEAT_SCHEDULER = "redbeat.RedBeatScheduler"
+    # the lock instead of firing the schedule again, and takes over within the lock's 30 s if the holder dies.
+    # helpdesk.beat.Scheduler keeps beat running through a Redis outage (RedBeat alone exits on one).
+    CELERY_BEAT_SCHEDULER = "helpdesk.beat.Scheduler"
     CELERY_REDBEAT_REDIS_URL = REDIS_URL
     CELERY_REDBEAT_KEY_PREFIX = "helpdesk:redbeat"
-    CELERY_BEAT_MAX_LOOP_INTERVAL = 60  # celery 5.7: how long beat may sleep; RedBeat renews its lock then
+    CELERY_BEAT_MAX_LOOP_INTERVAL = 5  # celery 5.7: how long beat may sleep; the lock is renewed then
+    CELERY_REDBEAT_LOCK_TIMEOUT = 30
 
 # Each app adds its periodic tasks here, with a comment saying when they run.
 CELERY_BEAT_SCHEDULE: dict = {}
