@@ -37,12 +37,20 @@ class Sink:
         self.ids: Counter = Counter()
         self.message_ids: Counter = Counter()
 
+    hold = 0.0  # seconds to hold the next 250 (once): a relay slow to answer
+    held = None  # set (an asyncio-free flag) while a 250 is being held
+
     async def handle_DATA(self, server, session, envelope):
+        import asyncio
         from email import message_from_bytes, policy
 
         message = message_from_bytes(envelope.content, policy=policy.default)
         self.ids[message["X-HelpDesk-Message-ID"]] += 1
         self.message_ids[message["Message-ID"]] += 1
+        if self.hold:
+            # the message is accepted (a real relay has queued it): only the answer is late
+            hold, self.hold, self.held = self.hold, 0.0, message["X-HelpDesk-Message-ID"]
+            await asyncio.sleep(hold)
         return "250 Message accepted"
 
 
@@ -95,12 +103,16 @@ def embedded_service(tmp_path: Path):
         "smtp": [*manage, "smtp_inbound", "--host", "127.0.0.1", "--port", str(smtp_port)],
         "web": [*manage, "runserver", f"127.0.0.1:{web_port}", "--noreload"],
     }  # fmt: skip
-    processes = [
-        subprocess.Popen(
-            argv, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    processes: dict[str, subprocess.Popen] = {}
+
+    def start(name: str) -> subprocess.Popen:
+        processes[name] = subprocess.Popen(
+            commands[name], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
-        for argv in commands.values()
-    ]
+        return processes[name]
+
+    for name in commands:
+        start(name)
     auth = base64.b64encode(f"{credentials['accountID']}:{credentials['token']}".encode()).decode()
     client = httpx.Client(
         base_url=f"http://127.0.0.1:{web_port}", headers={"Authorization": f"Basic {auth}"}, timeout=30
@@ -117,11 +129,12 @@ def embedded_service(tmp_path: Path):
         yield {
             "client": client, "sink": sink, "receiver": receiver, "smtp_port": smtp_port, "license": credentials,
             "db": tmp_path / "helpdesk.sqlite3", "log": tmp_path / "processes.log",
+            "processes": processes, "start": start, "queue": tmp_path / "queue",
         }  # fmt: skip
     finally:
-        for process in processes:
+        for process in processes.values():
             process.terminate()
-        for process in processes:
+        for process in processes.values():
             try:
                 process.wait(timeout=10)
             except subprocess.TimeoutExpired:
