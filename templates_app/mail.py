@@ -315,9 +315,15 @@ def deliver(*, message_id) -> OutboundMessage | None:
         _email(message).send()
     except Exception as exc:
         if not isinstance(exc, smtplib.SMTPException | OSError):
-            message.status, message.next_attempt_at = OutboundMessage.STATUS_PENDING, timezone.now()
+            # A bug, not the relay: nothing was accepted, so the claim is freed for the sweeper's next try,
+            # and after MAX_ATTEMPTS the row fails instead of coming back forever.
             message.last_error = f"{type(exc).__name__}: {exc}"[:2000]
-            _record(message, "deferred")  # nothing was accepted: free the claim for the next try
+            if message.attempts < MAX_ATTEMPTS:
+                message.status, message.next_attempt_at = OutboundMessage.STATUS_PENDING, timezone.now()
+                _record(message, "deferred")
+            else:
+                message.status, message.next_attempt_at = OutboundMessage.STATUS_FAILED, None
+                _record(message, "failed")
             raise
         message.last_error = f"{type(exc).__name__}: {exc}"[:2000]
         temporary = _is_temporary(exc) and message.attempts < MAX_ATTEMPTS

@@ -314,3 +314,21 @@ def test_a_deferred_message_whose_retry_met_a_database_error_is_swept_until_sent
     message.refresh_from_db()
     assert message.status == "sent" and message.attempts == 2
     assert len(smtp_server.messages) == 1
+
+
+def test_a_message_that_keeps_crashing_the_sender_fails_after_its_attempts(license, monkeypatch):
+    # given a message whose e-mail cannot even be built (a bug, not the relay)
+    message = _message(license)
+
+    def broken(row):
+        raise ValueError("cannot build")
+
+    monkeypatch.setattr(mail, "_email", broken)
+    # when the task and the sweeper try it again and again
+    for _ in range(mail.MAX_ATTEMPTS):
+        with pytest.raises(ValueError):
+            mail.deliver(message_id=message.pk)
+        message.refresh_from_db()
+    # then it is given up (not swept forever), and says why
+    assert message.status == "failed" and message.attempts == mail.MAX_ATTEMPTS
+    assert "cannot build" in message.last_error
