@@ -219,7 +219,16 @@ def _email(message: OutboundMessage) -> EmailMultiAlternatives:
     return email
 
 
-CLAIM = timedelta(minutes=2)  # longer than any one send (every SMTP step is bounded by EMAIL_TIMEOUT)
+CLAIM = timedelta(
+    minutes=2
+)  # at least; longer than any one send (each SMTP step is bounded by EMAIL_TIMEOUT)
+
+
+def claim_length() -> timedelta:
+    """How long a claim holds: longer than a send can take (connect, EHLO, TLS, AUTH, MAIL, RCPT, DATA...)."""
+    return max(CLAIM, timedelta(seconds=10 * settings.EMAIL_TIMEOUT))
+
+
 MAX_ATTEMPTS = 9  # the first try and 8 retries (templates_app.tasks.MAX_RETRIES)
 RECORD_TRIES = (
     6  # writing an outcome after the relay answered: retried for ~30 s before it is left to the claim
@@ -255,7 +264,7 @@ def _claim(message_id):
             message.save(update_fields=["status"])
             return None
         message.attempts += 1
-        message.status, message.next_attempt_at = OutboundMessage.STATUS_SENDING, now + CLAIM
+        message.status, message.next_attempt_at = OutboundMessage.STATUS_SENDING, now + claim_length()
         message.save(update_fields=["attempts", "status", "next_attempt_at", "headers"])
         return message
 
@@ -290,7 +299,7 @@ def _record(message: OutboundMessage, outcome: str) -> bool:
             if attempt == RECORD_TRIES - 1 or connection.in_atomic_block:  # inside a caller's: no retry
                 log.exception(
                     "E-mail %s: could not record that it was %s; the sweeper takes it again after %s",
-                    message.pk, outcome, CLAIM,
+                    message.pk, outcome, claim_length(),
                 )  # fmt: skip
                 raise
             close_old_connections()

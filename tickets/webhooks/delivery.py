@@ -131,7 +131,8 @@ def _claim(delivery_id) -> WebhookDelivery | None:
             return None
         delivery.attempts += 1
         delivery.first_attempt_at = delivery.first_attempt_at or now
-        delivery.last_attempt_at, delivery.next_attempt_at = now, now + CLAIM
+        claim = max(CLAIM, timedelta(seconds=4 * settings.WEBHOOK_TIMEOUT_SECONDS))  # connect, write, read
+        delivery.last_attempt_at, delivery.next_attempt_at = now, now + claim
         delivery.save(update_fields=["attempts", "first_attempt_at", "last_attempt_at", "next_attempt_at"])
         return delivery
 
