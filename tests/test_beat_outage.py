@@ -69,3 +69,5 @@ def test_beat_survives_a_redis_cut_and_holds_its_lock_again_after_it(tmp_path):
             beat.kill()
             beat.wait()
         proxy.close()
+        for key in client.scan_iter("helpdesk:redbeat*"):  # the schedule RedBeat kept in this test's Redis
+            client.delete(key)
