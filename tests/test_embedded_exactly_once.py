@@ -13,8 +13,14 @@ import time
 from collections import Counter
 
 import pytest
+from django.conf import settings
 
 from tests.embedded_helpers import embedded_service, rows, wait
+
+# Its processes run on SQLite whatever the pass: once, in the SQLite pass, is enough.
+pytestmark = pytest.mark.skipif(
+    settings.IS_POSTGRES, reason="the embedded default's test runs in the SQLite pass"
+)
 
 ROUNDS = 10  # per client thread
 CLIENTS = 3
