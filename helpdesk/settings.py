@@ -202,6 +202,7 @@ else:
     _queue = VAR_DIR / "queue"
     (_queue / "processed").mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_URL = "filesystem://"
+    CELERY_BROKER_TRANSPORT = "helpdesk.broker_files:Transport"  # kombu's, writing each message whole
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_queue),
         "data_folder_out": str(_queue),
