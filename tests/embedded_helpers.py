@@ -147,5 +147,5 @@ def embedded_service(tmp_path: Path):
 
 
 def rows(db: Path, sql: str) -> list[tuple]:
-    with sqlite3.connect(db, timeout=20) as connection:
+    with contextlib.closing(sqlite3.connect(db, timeout=20)) as connection:
         return connection.execute(sql).fetchall()
