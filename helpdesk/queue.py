@@ -5,7 +5,7 @@ committed write into a 500 (a client retry would then duplicate it). Publishing 
 settings (a short connect timeout and a short publish retry policy); if it still fails it is logged and
 dropped here. That is safe only because every task enqueued this way has a durable record in the database
 and a periodic sweeper that enqueues again what is still pending:
-- e-mail: the OutboundMessage row (pending, never tried) → `templates_app.tasks.requeue_stale_messages`;
+- e-mail: the OutboundMessage row (pending) → `templates_app.tasks.sweep_outbound_messages` (every 30 s);
 - billing: the charge intent → `billing.tasks.reconcile_charges`.
 A new task enqueued with this helper needs such a record and sweeper too.
 """

@@ -112,15 +112,39 @@ DATABASE_URL = env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'helpdesk.sqlite3'
 DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60))}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["CONN_MAX_AGE"] = 0
+    # The web server, the worker's processes and the SMTP listener write to one file. WAL: readers never wait
+    # for a writer. IMMEDIATE: a transaction takes the write lock when it begins, waiting up to `timeout`
+    # seconds for it (the busy timeout), so it never has to upgrade a read into a write half-way, the upgrade
+    # SQLite refuses at once with "database is locked" when another writer committed in between.
     DATABASES["default"].setdefault("OPTIONS", {}).update(
-        {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"}
+        {
+            "timeout": 20,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
     )
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # A PostgreSQL outage answers 503 fast (libpq's minimum is 2 s) instead of hanging a worker; the
     # health check at the start of each request replaces a pooled connection that died while it was away.
-    DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
-        "connect_timeout", env_int("DB_CONNECT_TIMEOUT", 3)
+    # A partition (no RST, a pooled connection waiting on a dead peer) is cut by the kernel after
+    # DB_TCP_USER_TIMEOUT_MS of unacknowledged data or of failed keepalives (idle connections), and a
+    # statement running longer than DB_STATEMENT_TIMEOUT_MS is cancelled by the server: both end in the
+    # API's 503 within seconds, not in gunicorn killing its worker after a minute.
+    _tcp_user_timeout = env_int("DB_TCP_USER_TIMEOUT_MS", 5000)
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {
+            "connect_timeout": env_int("DB_CONNECT_TIMEOUT", 3),
+            "keepalives": 1,
+            "keepalives_idle": max(_tcp_user_timeout // 2000, 1),
+            "keepalives_interval": 1,
+            "keepalives_count": 3,
+            "tcp_user_timeout": _tcp_user_timeout,
+        }
     )
+    if env_int("DB_STATEMENT_TIMEOUT_MS", 30000) > 0:
+        DATABASES["default"]["OPTIONS"]["options"] = (
+            f"-c statement_timeout={env_int('DB_STATEMENT_TIMEOUT_MS', 30000)}"
+        )
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DATABASES["default"].setdefault("TEST", {})
 if env_str("TEST_DATABASE_NAME"):
@@ -178,12 +202,16 @@ else:
     _queue = VAR_DIR / "queue"
     (_queue / "processed").mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_URL = "filesystem://"
+    CELERY_BROKER_TRANSPORT = "helpdesk.broker_files:Transport"  # kombu's, writing each message whole
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_queue),
         "data_folder_out": str(_queue),
         "processed_folder": str(_queue / "processed"),
         "control_folder": str(_queue / "control"),  # kombu's default is ./control in the working directory
         "store_processed": False,
+        # How long an idle worker slot waits before looking at the folder again (kombu's default, 1 s, held
+        # the embedded worker to about two tasks a second).
+        "polling_interval": 0.1,
     }
 
 # Workers and beat wait for the broker at start-up instead of exiting (and keep retrying when it goes away).
@@ -197,11 +225,13 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = "UTC"
 if REDIS_URL:
     # RedBeat keeps the schedule in Redis behind a Redis lock: a second beat started by mistake waits for
-    # the lock instead of firing the schedule again (and takes over within 5 minutes if the holder dies).
-    CELERY_BEAT_SCHEDULER = "redbeat.RedBeatScheduler"
+    # the lock instead of firing the schedule again, and takes over within the lock's 30 s if the holder dies.
+    # helpdesk.beat.Scheduler keeps beat running through a Redis outage (RedBeat alone exits on one).
+    CELERY_BEAT_SCHEDULER = "helpdesk.beat.Scheduler"
     CELERY_REDBEAT_REDIS_URL = REDIS_URL
     CELERY_REDBEAT_KEY_PREFIX = "helpdesk:redbeat"
-    CELERY_BEAT_MAX_LOOP_INTERVAL = 60  # celery 5.7: how long beat may sleep; RedBeat renews its lock then
+    CELERY_BEAT_MAX_LOOP_INTERVAL = 5  # celery 5.7: how long beat may sleep; the lock is renewed then
+    CELERY_REDBEAT_LOCK_TIMEOUT = 30
 
 # Each app adds its periodic tasks here, with a comment saying when they run.
 CELERY_BEAT_SCHEDULE: dict = {}
@@ -278,7 +308,14 @@ CELERY_BEAT_SCHEDULE["send-due-notifications"] = {
 }
 # How long the good/bad links of a rating request (the page /ratings) work.
 HELPDESK_RATING_LINK_MAX_AGE_DAYS = env_int("HELPDESK_RATING_LINK_MAX_AGE_DAYS", 30)
-# Every 10 minutes: e-mails whose enqueue was lost are queued again; finished ones go after 30 days.
+# Every 30 seconds: e-mails nobody is working on (a lost enqueue or retry, a task that met a database error, a
+# worker that died while sending) are queued again, so mail flows within a minute of a dependency's return.
+CELERY_BEAT_SCHEDULE["sweep-outbound-messages"] = {
+    "task": "templates_app.tasks.sweep_outbound_messages",
+    "schedule": 30.0,
+    "options": {"expires": 25},
+}
+# Every 10 minutes: finished e-mails go after 30 days (and a sweep).
 CELERY_BEAT_SCHEDULE["requeue-stale-messages"] = {
     "task": "templates_app.tasks.requeue_stale_messages",
     "schedule": 600.0,

@@ -1,23 +1,27 @@
 """Sending e-mail: render now, store one `OutboundMessage` per recipient, send later from a Celery task.
 
 Rows are created inside the caller's transaction and the task is enqueued after commit (`helpdesk.queue`), so
-a rolled-back request sends nothing. `deliver()` sends a row once: it takes the row lock, skips a row
-already sent, and marks it sent in the same transaction (only a crash between the server's "250" and the
-commit could send it again). Temporary SMTP failures (4xx replies, dropped or
-refused connections) raise `TemporaryFailure` so the task retries with backoff; permanent ones (5xx) mark
-the row failed.
+a rolled-back request sends nothing. `deliver()` claims a row (status `sending`, committed), sends it with no
+transaction open, and records the outcome; a row already sent or being sent is skipped, so a task delivered
+twice sends once. Temporary SMTP failures (4xx replies, dropped or refused connections) raise
+`TemporaryFailure` so the task retries with backoff (the row says when: `next_attempt_at`); permanent ones
+(5xx) mark the row failed. The sweeper (beat, every 30 s) enqueues every row nobody is working on, until it is
+sent or given up. Only a worker killed between the relay's 250 and the outcome's commit sends a mail twice
+(after its claim expires): at-least-once, with the same Message-ID.
 """
 
 from __future__ import annotations
 
 import logging
 import smtplib
+import time
 from datetime import timedelta
 from email import encoders
 from email.mime.base import MIMEBase
 
 from django.conf import settings
 from django.core.mail import EmailMultiAlternatives, get_connection
+from django.db import DatabaseError, close_old_connections, connection
 from django.db.models import Q
 from django.utils import timezone
 
@@ -155,9 +159,9 @@ def license_mail_queue(
     )
 
 
-def enqueue(*, message_id) -> None:
+def enqueue(*, message_id) -> bool:
     """Hand a stored message to the workers. If the broker is down the row stays pending for the sweeper."""
-    enqueue_now(SEND_TASK, str(message_id))
+    return enqueue_now(SEND_TASK, str(message_id))
 
 
 def _is_temporary(exc: Exception) -> bool:
@@ -213,39 +217,130 @@ def _email(message: OutboundMessage) -> EmailMultiAlternatives:
     return email
 
 
-def deliver(*, message_id) -> OutboundMessage | None:
-    """Send one stored message unless it was sent already; raises TemporaryFailure to ask for a retry.
+CLAIM = timedelta(
+    minutes=2
+)  # at least; longer than any one send (each SMTP step is bounded by EMAIL_TIMEOUT)
 
-    The row lock is held while the server answers, so a second worker on the same row waits and then sees
-    it sent. (A crash after the server accepted but before the commit can still send twice: at-least-once.)
+
+def claim_length() -> timedelta:
+    """How long a claim holds: longer than a send can take (connect, EHLO, TLS, AUTH, MAIL, RCPT, DATA...)."""
+    return max(CLAIM, timedelta(seconds=10 * settings.EMAIL_TIMEOUT))
+
+
+MAX_ATTEMPTS = 9  # the first try and 8 retries (templates_app.tasks.MAX_RETRIES)
+RECORD_TRIES = (
+    6  # writing an outcome after the relay answered: retried for ~30 s before it is left to the claim
+)
+
+
+def retry_delay(attempts: int) -> int:
+    """Seconds before the next try after the `attempts`-th failed one: 30 s, 1 min, 2 min ... capped at 1 h."""
+    return min(30 * 2 ** max(attempts - 1, 0), 3600)
+
+
+def _claim(message_id):
+    """Take the row for one attempt, in a transaction of its own that commits before the relay is contacted.
+
+    Returns the row to send, or None (gone, finished, suppressed, or claimed by a worker whose claim has not
+    expired). A claim that expired (its worker died between claiming and recording) is taken over: that is
+    the at-least-once window, a worker killed after the relay's 250 and before its outcome was written.
     """
     with unit_of_work():
         message = OutboundMessage.objects.select_for_update().filter(pk=message_id).first()
-        if message is None or message.status != OutboundMessage.STATUS_PENDING:
-            return message
+        now = timezone.now()
+        if message is None or message.status not in (
+            OutboundMessage.STATUS_PENDING,
+            OutboundMessage.STATUS_SENDING,
+        ):
+            return None
+        if message.status == OutboundMessage.STATUS_SENDING and message.next_attempt_at > now:
+            return None
         message.attempts += 1
+        message.status, message.next_attempt_at = OutboundMessage.STATUS_SENDING, now + claim_length()
+        message.save(update_fields=["attempts", "status", "next_attempt_at"])
+        return message
+
+
+def _record(message: OutboundMessage, outcome: str) -> bool:
+    """Write the outcome of the attempt this worker claimed; False if the claim was taken over meanwhile.
+
+    A database error here (SQLite busy, PostgreSQL away) must not lose what the relay said, or the sweeper
+    would send the mail again when the claim expires: the write is retried for a while before giving up.
+    """
+    for attempt in range(RECORD_TRIES):
         try:
-            _email(message).send()
-        except Exception as exc:
-            if not isinstance(exc, smtplib.SMTPException | OSError):
+            with unit_of_work():
+                claimed = OutboundMessage.objects.filter(
+                    pk=message.pk, status=OutboundMessage.STATUS_SENDING, attempts=message.attempts
+                )
+                if (
+                    claimed.update(
+                        status=message.status,
+                        sent_at=message.sent_at,
+                        next_attempt_at=message.next_attempt_at,
+                        last_error=message.last_error,
+                    )
+                    == 0
+                ):
+                    return False
+                ticket_delivery.record(message, outcome, date=message.sent_at)
+            return True
+        except DatabaseError:
+            if attempt == RECORD_TRIES - 1 or connection.in_atomic_block:  # inside a caller's: no retry
+                log.exception(
+                    "E-mail %s: could not record that it was %s; the sweeper takes it again after %s",
+                    message.pk, outcome, claim_length(),
+                )  # fmt: skip
                 raise
+            close_old_connections()
+            time.sleep(min(2**attempt, 8))
+    return False
+
+
+def deliver(*, message_id) -> OutboundMessage | None:
+    """Send one stored message unless it was sent (or is being sent) already; raises TemporaryFailure to ask
+    for a retry.
+
+    Three steps, each committed on its own so that no transaction stays open while the relay answers: claim
+    the row (status `sending`), send, record the outcome. A second worker (a redelivered task, the sweeper's
+    enqueue) finds the row sending or sent and does nothing. Only a worker that dies between the relay's 250
+    and the outcome's commit leaves a claim that expires after CLAIM, and the mail is sent again (with the
+    same Message-ID): at-least-once, with a window of milliseconds.
+    """
+    message = _claim(message_id)
+    if message is None:
+        return OutboundMessage.objects.filter(pk=message_id).first()
+    try:
+        _email(message).send()
+    except Exception as exc:
+        if not isinstance(exc, smtplib.SMTPException | OSError):
+            # A bug, not the relay: nothing was accepted, so the claim is freed for the sweeper's next try,
+            # and after MAX_ATTEMPTS the row fails instead of coming back forever.
             message.last_error = f"{type(exc).__name__}: {exc}"[:2000]
-            temporary = _is_temporary(exc)
-            if not temporary:
-                message.status = OutboundMessage.STATUS_FAILED
-            message.save(update_fields=["attempts", "last_error", "status"])
-            ticket_delivery.record(message, "deferred" if temporary else "failed")
-            if not temporary:
-                log.warning("E-mail %s to %s failed permanently: %s", message.pk, message.to, exc)
-                return message
+            if message.attempts < MAX_ATTEMPTS:
+                message.status, message.next_attempt_at = OutboundMessage.STATUS_PENDING, timezone.now()
+                _record(message, "deferred")
+            else:
+                message.status, message.next_attempt_at = OutboundMessage.STATUS_FAILED, None
+                _record(message, "failed")
+            raise
+        message.last_error = f"{type(exc).__name__}: {exc}"[:2000]
+        temporary = _is_temporary(exc) and message.attempts < MAX_ATTEMPTS
+        if temporary:
+            message.status = OutboundMessage.STATUS_PENDING
+            message.next_attempt_at = timezone.now() + timedelta(seconds=retry_delay(message.attempts))
         else:
-            message.status = OutboundMessage.STATUS_SENT
-            message.sent_at = timezone.now()
-            message.save(update_fields=["attempts", "status", "sent_at", "last_error", "headers"])
-            ticket_delivery.record(message, "sent", date=message.sent_at)
+            message.status, message.next_attempt_at = OutboundMessage.STATUS_FAILED, None
+        if not _record(message, "deferred" if temporary else "failed"):
             return message
-    # A temporary failure: the attempt is committed, then the task retries.
-    raise TemporaryFailure(message.last_error)
+        if not temporary:
+            log.warning("E-mail %s to %s failed permanently: %s", message.pk, message.to, exc)
+            return message
+        raise TemporaryFailure(message.last_error) from exc
+    message.status, message.next_attempt_at = OutboundMessage.STATUS_SENT, None
+    message.sent_at = timezone.now()
+    _record(message, "sent")
+    return message
 
 
 @unit_of_work
@@ -257,21 +352,40 @@ def give_up(*, message_id) -> None:
         .first()
     )
     if message is not None:
-        message.status = OutboundMessage.STATUS_FAILED
-        message.save(update_fields=["status"])
+        message.status, message.next_attempt_at = OutboundMessage.STATUS_FAILED, None
+        message.save(update_fields=["status", "next_attempt_at"])
         ticket_delivery.record(message, "failed")
 
 
-STALE_AFTER = timedelta(minutes=10)
+SWEEP_AFTER = timedelta(seconds=30)  # a row's own task (or retry) normally comes first
+SWEEP_BATCH = 500
 RETENTION = timedelta(days=30)
 
 
-def requeue_stale_messages() -> int:
-    """Enqueue again what was never tried (its enqueue was lost); drop finished messages after RETENTION.
-
-    Safe to overlap with a running task: `deliver()` sends a row at most once. Works license by license.
+def sweep() -> int:
+    """Enqueue the rows nobody is working on: never tried (a lost enqueue, a task that failed on a database
+    error), due for their retry (a lost retry), or claimed by a worker that died. Every unfinished row is
+    taken again until it is sent or given up; `deliver()` claims a row once, so an overlap costs nothing.
     """
-    now, requeued = timezone.now(), 0
+    cutoff = timezone.now() - SWEEP_AFTER
+    due = (
+        OutboundMessage.objects.filter(
+            Q(status=OutboundMessage.STATUS_PENDING, next_attempt_at__isnull=True, created_at__lt=cutoff)
+            | Q(status=OutboundMessage.STATUS_PENDING, next_attempt_at__lt=cutoff)
+            | Q(status=OutboundMessage.STATUS_SENDING, next_attempt_at__lt=timezone.now())
+        )
+        .order_by("created_at")
+        .values_list("pk", flat=True)[:SWEEP_BATCH]
+    )
+    requeued = 0
+    for message_id in list(due):
+        requeued += enqueue(message_id=message_id)
+    return requeued
+
+
+def requeue_stale_messages() -> int:
+    """Drop finished messages after RETENTION (license by license), and sweep."""
+    now = timezone.now()
     for license_id in License.objects.values_list("pk", flat=True).iterator():
         messages = OutboundMessage.objects.for_license(license_id)
         cutoff = now - RETENTION
@@ -282,10 +396,4 @@ def requeue_stale_messages() -> int:
                 created_at__lt=cutoff,
             )
         ).delete()
-        stale = messages.filter(
-            status=OutboundMessage.STATUS_PENDING, attempts=0, created_at__lt=now - STALE_AFTER
-        ).values_list("pk", flat=True)
-        for message_id in list(stale):
-            enqueue(message_id=message_id)
-            requeued += 1
-    return requeued
+    return sweep()

@@ -46,6 +46,9 @@ class OutboundMessage(LicenseOwned):
     KIND_WEBHOOK_FAILING = "webhookFailing"  # tells the owners that a webhook gave up on a delivery
     STATUS_PENDING, STATUS_SENT, STATUS_FAILED = "pending", "sent", "failed"
     STATUS_SUPPRESSED = "suppressed"  # no longer written: mail-in now decides before queuing (old rows)
+    # Claimed by a worker that is talking to the relay now (committed before the first SMTP command):
+    # nobody else sends it until `next_attempt_at`, when a claim its worker never finished expires.
+    STATUS_SENDING = "sending"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     key = models.CharField(max_length=200)
@@ -61,6 +64,8 @@ class OutboundMessage(LicenseOwned):
     last_error = models.TextField(blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     sent_at = models.DateTimeField(null=True, blank=True)
+    # Pending after a temporary failure: when the sweeper tries again. Sending: when the claim expires.
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
     # Ticket mail (kinds reply and acknowledgement): our Message-ID (without <>) for threading, the ticket
     # and its message, the envelope headers decided when the row was written.
     message_id = models.CharField(max_length=250, blank=True, db_index=True)
@@ -78,6 +83,12 @@ class OutboundMessage(LicenseOwned):
         indexes = [
             models.Index(fields=["license", "status", "created_at"], name="outbound_license_status"),
             models.Index(fields=["ticket", "created_at"], name="outbound_ticket_created"),
+            # The sweeper's scan: the few rows not finished yet, across licenses.
+            models.Index(
+                fields=["created_at"],
+                name="outbound_unfinished",
+                condition=models.Q(status__in=["pending", "sending"]),
+            ),
         ]
 
     def __str__(self):

@@ -29,6 +29,11 @@ def requeue_stale_messages() -> int:
 
 
 @shared_task(ignore_result=True)
+def sweep_outbound_messages() -> int:
+    return mail.sweep()
+
+
+@shared_task(ignore_result=True)
 def send_agent_notifications(agent_id: str) -> None:
     from templates_app import notifications
 

@@ -234,3 +234,101 @@ def test_the_template_logo_travels_inline_with_the_email(
     image = parts["image/png"]
     assert image["Content-ID"] == "<logo>"
     assert image.get_content() == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.django_db(transaction=True)  # the outcome is written in a transaction of its own, as in a worker
+def test_a_lost_outcome_write_never_sends_again(license, smtp_server, monkeypatch):
+    from django.db import OperationalError
+
+    from templates_app import ticket_mail
+
+    # given the relay accepts the mail, and the first write of the outcome meets a locked database
+    message = _message(license)
+    real_record, calls = ticket_mail.record, []
+
+    def locked_once(row, status, date=None):
+        calls.append(status)
+        if len(calls) == 1:
+            raise OperationalError("database is locked")
+        return real_record(row, status, date=date)
+
+    monkeypatch.setattr(ticket_mail, "record", locked_once)
+    monkeypatch.setattr(mail.time, "sleep", lambda seconds: None)
+    mail.deliver(message_id=message.pk)
+    # when the task runs again and the sweeper looks
+    mail.deliver(message_id=message.pk)
+    mail.sweep()
+    # then the outcome was written on its second try and the relay saw the mail once
+    message.refresh_from_db()
+    assert calls == ["sent", "sent"]
+    assert message.status == "sent" and message.attempts == 1
+    assert len(smtp_server.messages) == 1
+
+
+def test_a_claimed_message_is_sent_again_only_after_its_claim_expires(license, smtp_server, time_machine):
+    import datetime as dt
+
+    # given a worker claimed a message and died before recording the relay's answer
+    time_machine.move_to(dt.datetime(2026, 1, 1, 12, tzinfo=dt.UTC), tick=False)
+    message = _message(license)
+    assert mail._claim(message.pk) is not None
+    # when the task is delivered again and the sweeper runs within the claim
+    time_machine.move_to(dt.datetime(2026, 1, 1, 12, 1, tzinfo=dt.UTC), tick=False)
+    mail.deliver(message_id=message.pk)
+    assert mail.sweep() == 0
+    assert smtp_server.messages == []
+    # then after the claim expired, the sweeper sends it (once)
+    time_machine.move_to(dt.datetime(2026, 1, 1, 12, 3, tzinfo=dt.UTC), tick=False)
+    mail.deliver(message_id=message.pk)
+    mail.deliver(message_id=message.pk)
+    message.refresh_from_db()
+    assert message.status == "sent" and message.attempts == 2
+    assert len(smtp_server.messages) == 1
+
+
+def test_a_deferred_message_whose_retry_met_a_database_error_is_swept_until_sent(
+    license, smtp_server, time_machine, eager_tasks, monkeypatch
+):
+    import datetime as dt
+
+    from django.db import OperationalError
+
+    # given the relay answered 451 to the first attempt
+    time_machine.move_to(dt.datetime(2026, 1, 1, 12, tzinfo=dt.UTC), tick=False)
+    smtp_server.refuse = ["451 Try again later"]
+    message = _message(license)
+    with pytest.raises(mail.TemporaryFailure):
+        mail.deliver(message_id=message.pk)
+    # and its retry ran while the database was away (the task failed, the row stayed pending, attempts=1)
+    real_claim = mail._claim
+    monkeypatch.setattr(mail, "_claim", lambda message_id: (_ for _ in ()).throw(OperationalError("down")))
+    with pytest.raises(OperationalError):
+        tasks.send_outbound_message.apply(args=[str(message.pk)], retries=1, throw=True)
+    monkeypatch.setattr(mail, "_claim", real_claim)
+    message.refresh_from_db()
+    assert message.status == "pending" and message.attempts == 1
+    # when the database is back and the sweeper runs after the retry was due
+    time_machine.move_to(dt.datetime(2026, 1, 1, 12, 2, tzinfo=dt.UTC), tick=False)
+    assert tasks.sweep_outbound_messages() == 1
+    # then the mail went out
+    message.refresh_from_db()
+    assert message.status == "sent" and message.attempts == 2
+    assert len(smtp_server.messages) == 1
+
+
+def test_a_message_that_keeps_crashing_the_sender_fails_after_its_attempts(license, monkeypatch):
+    # given a message whose e-mail cannot even be built (a bug, not the relay)
+    message = _message(license)
+
+    def broken(row):
+        raise ValueError("cannot build")
+
+    monkeypatch.setattr(mail, "_email", broken)
+    # when the task and the sweeper try it again and again
+    for _ in range(mail.MAX_ATTEMPTS):
+        with pytest.raises(ValueError):
+            mail.deliver(message_id=message.pk)
+        message.refresh_from_db()
+    # then it is given up (not swept forever), and says why
+    assert message.status == "failed" and message.attempts == mail.MAX_ATTEMPTS
+    assert "cannot build" in message.last_error

@@ -245,3 +245,34 @@ def test_the_admin_shows_a_plain_503_page_while_postgresql_is_away(superuser, po
     assert raised.value.headers["Retry-After"]
     page = raised.value.read().decode()
     assert "database is unavailable" in page and "Traceback" not in page
+
+
+@pytest.mark.postgres
+def test_a_statement_over_the_statement_timeout_answers_a_fast_503(
+    owner, postgres_proxy, worker, monkeypatch
+):
+    from tickets.api.views import TicketViewSet
+
+    # given the server cancels statements after 200 ms (DB_STATEMENT_TIMEOUT_MS) and a search that runs 5 s
+    options = connections["default"].settings_dict["OPTIONS"]
+    monkeypatch.setitem(options, "options", "-c statement_timeout=200")
+    original = TicketViewSet.list
+
+    def slow_list(self, request, *args, **kwargs):
+        with connections["default"].cursor() as cursor:
+            cursor.execute("SELECT pg_sleep(5)")
+        return original(self, request, *args, **kwargs)
+
+    monkeypatch.setattr(TicketViewSet, "list", slow_list)
+    # when it is requested
+    started = time.monotonic()
+    status, headers, body = worker.request(owner)
+    # then the answer is the 503 of the contract, in well under the statement's 5 s
+    assert time.monotonic() - started < 2
+    assert status == 503, body
+    assert body == {
+        "error": body["error"],
+        "code": "database_unavailable",
+        "details": {"requestID": headers["X-Request-ID"]},
+    }
+    assert int(headers["Retry-After"]) > 0

@@ -373,3 +373,58 @@ def test_the_sweeper_forgets_finished_deliveries_after_30_days(
     WebhookDelivery.objects.filter(pk=pending.pk).update(created_at=timezone.now() - timedelta(days=31))
     delivery_module.sweep()
     assert list(WebhookDelivery.objects.values_list("pk", flat=True)) == [pending.pk]
+
+
+def _ticket(owner):
+    services.ticket_create(
+        license=owner.license, subject="S", requester={"email": "a@example.com"}, message={"text": "T"},
+        author_agent=owner.agent,
+    )  # fmt: skip
+
+
+@pytest.mark.django_db(
+    transaction=True
+)  # the attempt is recorded in a transaction of its own, as in a worker
+def test_a_lost_attempt_record_is_retried_and_never_posts_again(owner, hook, receiver, monkeypatch):
+    from django.db import OperationalError
+
+    # given a delivery, and a database that refuses the first write of its outcome
+    hook("tickets.create")
+    _ticket(owner)
+    row = WebhookDelivery.objects.get()
+    real_finish, calls = delivery_module._finish, []
+
+    def locked_once(delivery, status, *, error):
+        calls.append(status)
+        if len(calls) == 1:
+            raise OperationalError("database is locked")
+        return real_finish(delivery, status, error=error)
+
+    monkeypatch.setattr(delivery_module, "_finish", locked_once)
+    monkeypatch.setattr(delivery_module.time, "sleep", lambda seconds: None)
+    # when it is attempted, then attempted again (a task queued twice) and swept
+    delivery_module.attempt(delivery_id=row.pk)
+    delivery_module.attempt(delivery_id=row.pk)
+    delivery_module.sweep()
+    # then the receiver got one POST and the delivery says so
+    assert len(receiver.received) == 1
+    row.refresh_from_db()
+    assert (row.status, row.attempts) == ("succeeded", 1)
+
+
+def test_a_claimed_delivery_is_posted_again_only_after_its_claim_expires(owner, hook, receiver):
+    # given a worker claimed a delivery and died before recording the receiver's answer
+    hook("tickets.create")
+    _ticket(owner)
+    row = WebhookDelivery.objects.get()
+    assert delivery_module._claim(row.pk) is not None
+    # when the task runs again within the claim, nothing is sent
+    delivery_module.attempt(delivery_id=row.pk)
+    assert receiver.received == []
+    # then after the claim expired it is sent, once
+    with time_machine.travel(timezone.now() + delivery_module.CLAIM + timedelta(seconds=1)):
+        delivery_module.attempt(delivery_id=row.pk)
+        delivery_module.attempt(delivery_id=row.pk)
+    assert len(receiver.received) == 1
+    row.refresh_from_db()
+    assert (row.status, row.attempts) == ("succeeded", 2)

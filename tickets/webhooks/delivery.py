@@ -1,14 +1,17 @@
-"""Sending a delivery: one attempt per task run, under the delivery's row lock, and what follows from it.
+"""Sending a delivery: one attempt per task run, claimed in a transaction of its own, and what follows from it.
 
-`attempt()` locks the row, skips it unless it is pending and due, POSTs the stored body (signed) to the address
-the guard checked, and records the outcome in the same transaction: a 2xx succeeds; anything else (another
-status, a timeout, a refused connection, an address the guard refuses) schedules the next attempt after
+`attempt()` claims the row if it is pending and due (a short transaction of its own: `attempts` counts the try
+and `next_attempt_at` moves CLAIM ahead, so nobody else sends it meanwhile), POSTs the stored body (signed) to the
+address the guard checked with no transaction open, and records the outcome: a 2xx succeeds; anything else
+(another status, a timeout, a refused connection, an address the guard refuses) schedules the next attempt after
 WEBHOOK_RETRY_SCHEDULE_SECONDS, or, past the schedule or 24 hours after the first attempt, fails the delivery,
-marks the webhook `failing` and e-mails the license's owners (once, when it turns failing).
+marks the webhook `failing` and e-mails the license's owners (once, when it turns failing). Only a worker that
+dies between the receiver's answer and that record leaves a claim that expires, and the event is sent again
+(same X-Webhook-ID, so a receiver can drop the copy).
 
 Retries are not Celery countdowns: the row's `next_attempt_at` says when, and the sweeper (beat, every 30 s)
 queues the pending rows that are due, so nothing depends on a broker keeping a message for hours. Because
-`attempt()` re-checks status and due time under the lock, a row queued twice is sent once.
+`attempt()` claims a row once, a row queued twice is sent once.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import time
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, close_old_connections, connection, transaction
 from django.utils import timezone
 
 from helpdesk.queue import task_named
@@ -104,8 +107,14 @@ def _post(delivery: WebhookDelivery, webhook: Webhook) -> tuple[int | None, str,
     return response.status_code, text, ""
 
 
-def attempt(*, delivery_id) -> WebhookDelivery | None:
-    """Make one attempt if the delivery is pending and due (see the module's docstring)."""
+CLAIM = timedelta(minutes=2)  # longer than one attempt (WEBHOOK_TIMEOUT_SECONDS bounds each of its steps)
+RECORD_TRIES = 6
+
+
+def _claim(delivery_id) -> WebhookDelivery | None:
+    """Take a pending, due delivery for one attempt, in a transaction of its own committed before the POST:
+    `attempts` counts it and `next_attempt_at` moves CLAIM ahead, so nobody else (a task queued twice, the
+    sweeper) sends it meanwhile. A claim whose worker died expires then and the sweeper queues the row again."""
     with transaction.atomic():
         delivery = (
             WebhookDelivery.objects.select_for_update(of=("self",))
@@ -115,36 +124,68 @@ def attempt(*, delivery_id) -> WebhookDelivery | None:
         )
         now = timezone.now()
         if delivery is None or delivery.status != WebhookDelivery.PENDING:
-            return delivery
+            return None
         if delivery.next_attempt_at is not None and delivery.next_attempt_at > now:
-            return delivery  # queued early or twice; the sweeper queues it again when it is due
-        webhook = delivery.webhook
-        if not webhook.active:
+            return None  # queued early or twice, or being sent; the sweeper queues it again when it is due
+        if not delivery.webhook.active:
             # Switched off after the event: not sent. A redelivery after switching it on sends it.
             _finish(delivery, WebhookDelivery.FAILED, error="The webhook is switched off (active is false).")
-            return delivery
-        import httpx
-
-        started = time.monotonic()
-        code, text, error = None, "", ""
-        try:
-            code, text, error = _post(delivery, webhook)
-        except guard.UnsafeURL as exc:
-            error = str(exc)
-        except httpx.TimeoutException:
-            error = f"No response within {settings.WEBHOOK_TIMEOUT_SECONDS} seconds."
-        except httpx.HTTPError as exc:
-            error = f"{type(exc).__name__}: {exc}"[:1000]
-        delivery.duration_ms = int((time.monotonic() - started) * 1000)
+            return None
         delivery.attempts += 1
         delivery.first_attempt_at = delivery.first_attempt_at or now
-        delivery.last_attempt_at = now
-        delivery.response_code, delivery.response_body = code, text
+        claim = max(CLAIM, timedelta(seconds=4 * settings.WEBHOOK_TIMEOUT_SECONDS))  # connect, write, read
+        delivery.last_attempt_at, delivery.next_attempt_at = now, now + claim
+        delivery.save(update_fields=["attempts", "first_attempt_at", "last_attempt_at", "next_attempt_at"])
+        return delivery
+
+
+def attempt(*, delivery_id) -> WebhookDelivery | None:
+    """Make one attempt if the delivery is pending and due (see the module's docstring)."""
+    import httpx
+
+    delivery = _claim(delivery_id)
+    if delivery is None:
+        return WebhookDelivery.objects.filter(pk=delivery_id).first()
+    webhook = delivery.webhook
+    started = time.monotonic()
+    code, text, error = None, "", ""
+    try:
+        code, text, error = _post(delivery, webhook)
+    except guard.UnsafeURL as exc:
+        error = str(exc)
+    except httpx.TimeoutException:
+        error = f"No response within {settings.WEBHOOK_TIMEOUT_SECONDS} seconds."
+    except httpx.HTTPError as exc:
+        error = f"{type(exc).__name__}: {exc}"[:1000]
+    delivery.duration_ms = int((time.monotonic() - started) * 1000)
+    delivery.response_code, delivery.response_body = code, text
+    for try_ in range(RECORD_TRIES):
+        try:
+            _record(delivery, webhook, code, error)
+            break
+        except DatabaseError:
+            # What the receiver said must not be lost, or the sweeper would send it again when the claim
+            # expires: retried for ~30 s, then left to the claim (at-least-once).
+            if try_ == RECORD_TRIES - 1 or connection.in_atomic_block:
+                log.exception("Webhook delivery %s: could not record its attempt", delivery.pk)
+                raise
+            close_old_connections()
+            time.sleep(min(2**try_, 8))
+    return delivery
+
+
+def _record(delivery: WebhookDelivery, webhook: Webhook, code: int | None, error: str) -> None:
+    with transaction.atomic():
+        claimed = WebhookDelivery.objects.select_for_update().filter(
+            pk=delivery.pk, status=WebhookDelivery.PENDING, attempts=delivery.attempts
+        )
+        if claimed.first() is None:
+            return  # the claim expired and another worker took the row over
         if code is not None and 200 <= code < 300:
             _finish(delivery, WebhookDelivery.SUCCEEDED, error="")
             if webhook.status == STATUS_FAILING:
                 Webhook.objects.filter(pk=webhook.pk).update(status=WEBHOOK_ACTIVE)
-            return delivery
+            return
         error = error or f"The receiver answered {code}."
         retry_at = _next_attempt_at(delivery)
         if retry_at is None:
@@ -153,7 +194,6 @@ def attempt(*, delivery_id) -> WebhookDelivery | None:
         else:
             delivery.error, delivery.next_attempt_at = error, retry_at
             delivery.save()
-        return delivery
 
 
 def _next_attempt_at(delivery: WebhookDelivery):
