@@ -240,11 +240,11 @@ def test_the_template_logo_travels_inline_with_the_email(
 def test_a_lost_outcome_write_never_sends_again(license, smtp_server, monkeypatch):
     from django.db import OperationalError
 
-    from templates_app import ticket_mail
+    from templates_app import ticket_delivery
 
     # given the relay accepts the mail, and the first write of the outcome meets a locked database
     message = _message(license)
-    real_record, calls = ticket_mail.record, []
+    real_record, calls = ticket_delivery.record, []
 
     def locked_once(row, status, date=None):
         calls.append(status)
@@ -252,7 +252,7 @@ def test_a_lost_outcome_write_never_sends_again(license, smtp_server, monkeypatc
             raise OperationalError("database is locked")
         return real_record(row, status, date=date)
 
-    monkeypatch.setattr(ticket_mail, "record", locked_once)
+    monkeypatch.setattr(ticket_delivery, "record", locked_once)
     monkeypatch.setattr(mail.time, "sleep", lambda seconds: None)
     mail.deliver(message_id=message.pk)
     # when the task runs again and the sweeper looks
