@@ -190,6 +190,35 @@ class MergeSerializer(StrictSerializer):
     childTicketID = LicensedPrimaryKeyField(queryset=Ticket.objects, source="child")
 
 
+# --- ticket sub-resources -------------------------------------------------------------------------------
+
+
+def _at_least_one(value):
+    if not value:
+        raise serializers.ValidationError("Name at least one.")
+    return value
+
+
+class TicketFollowersSerializer(StrictSerializer):
+    """Agents of the license to add to (POST) or take from (DELETE) the ticket's followers."""
+
+    agentIDs = LicensedIDsField(Agent.objects, validators=[_at_least_one])
+
+
+class TicketTagsSerializer(StrictSerializer):
+    """Tags of the license to put on (POST) or take off (DELETE) the ticket."""
+
+    tagIDs = LicensedIDsField(Tag.objects, validators=[_at_least_one])
+
+
+class TicketSiloSerializer(StrictSerializer):
+    silo = serializers.ChoiceField(choices=SILOS)
+
+
+class RatingRequestSerializer(StrictSerializer):
+    """No fields: the request is the ticket's (an empty body, or none)."""
+
+
 # --- tags -----------------------------------------------------------------------------------------------
 
 
