@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import importlib
+import json
 
 import pytest
 from django.apps import apps
@@ -124,7 +125,9 @@ def test_undoing_a_merge_announces_the_childs_status_to_webhooks(owner, django_c
     )  # fmt: skip
     assert _unmerge(owner, parent, child.pk).status_code == 204
     [delivery] = WebhookDelivery.objects.filter(event_type="tickets.events.status")
-    assert f'"ID":"{child.pk}"' in delivery.body and '"new":"open"' in delivery.body
+    payload = json.loads(delivery.body)["payload"]
+    assert payload["ticket"]["ID"] == str(child.pk)
+    assert payload["event"]["status"] == {"old": "closed", "new": "open"}
 
 
 def test_the_migration_closes_the_children_merged_before(owner):

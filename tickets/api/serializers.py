@@ -193,22 +193,29 @@ class MergeSerializer(StrictSerializer):
 # --- ticket sub-resources -------------------------------------------------------------------------------
 
 
-def _at_least_one(value):
-    if not value:
-        raise serializers.ValidationError("Name at least one.")
-    return value
+@extend_schema_field(
+    {"type": "array", "items": {"type": "string", "format": "uuid"}, "uniqueItems": True, "minItems": 1}
+)
+class SomeLicensedIDsField(LicensedIDsField):
+    """At least one ID."""
+
+    def to_internal_value(self, data):
+        found = super().to_internal_value(data)
+        if not found:
+            raise serializers.ValidationError("Name at least one.")
+        return found
 
 
 class TicketFollowersSerializer(StrictSerializer):
     """Agents of the license to add to (POST) or take from (DELETE) the ticket's followers."""
 
-    agentIDs = LicensedIDsField(Agent.objects, validators=[_at_least_one])
+    agentIDs = SomeLicensedIDsField(Agent.objects)
 
 
 class TicketTagsSerializer(StrictSerializer):
     """Tags of the license to put on (POST) or take off (DELETE) the ticket."""
 
-    tagIDs = LicensedIDsField(Tag.objects, validators=[_at_least_one])
+    tagIDs = SomeLicensedIDsField(Tag.objects)
 
 
 class TicketSiloSerializer(StrictSerializer):

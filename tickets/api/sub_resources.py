@@ -44,7 +44,7 @@ ROLES = {
 
 IF_MATCH = OpenApiParameter(
     "If-Match",
-    OpenApiTypes.STR,
+    {"type": "string", "pattern": r'^(\*|(W/)?"[0-9]+"( *, *(W/)?"[0-9]+")*)$'},
     OpenApiParameter.HEADER,
     required=False,
     description=(
@@ -98,8 +98,11 @@ def _set_schema(noun: str, field: str, example_id: str, *, adding: bool):
 _SERIALIZERS = {"followers": TicketFollowersSerializer, "tags": TicketTagsSerializer}
 
 
+# Mixed into TicketViewSet, which supplies get_object, get_queryset and `_versioned` (no docstring here: the
+# OpenAPI generator would read it as the description of every ticket operation).
 class TicketSubResources:
-    """Mixed into TicketViewSet (which supplies get_object, get_queryset and `_versioned`)."""
+    # DELETEs with a JSON body ({agentIDs}, {tagIDs}): helpdesk.api.autoschema documents it
+    delete_bodies = ("followers_remove", "tags_remove")
 
     def _body(self, serializer_class) -> dict:
         serializer = serializer_class(data=self.request.data, context={"request": self.request})
