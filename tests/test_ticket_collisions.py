@@ -106,3 +106,16 @@ def test_the_sub_resources_answer_the_new_version(owner, ticket):
     assert stale.status_code == 409
     [event] = stale.json()["details"]["events"]
     assert event["silo"] == {"old": "tickets", "new": "archive"}
+
+
+def test_a_created_or_merged_ticket_comes_with_its_etag(owner, ticket):
+    created = owner.client.post(
+        "/v1/tickets",
+        {"subject": "Hi", "requester": {"email": "a@example.com"}, "message": {"text": "Hello there"}},
+        format="json",
+    )
+    assert created.status_code == 201 and created["ETag"] == _etag(owner, Ticket(pk=created.json()["ID"]))
+    merged = owner.client.post(
+        f"/v1/tickets/{ticket.pk}/childTickets", {"childTicketID": created.json()["ID"]}, format="json"
+    )
+    assert merged.status_code == 201 and merged["ETag"] == _etag(owner, ticket)

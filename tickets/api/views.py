@@ -31,7 +31,7 @@ from tickets.api.serializers import (
 )
 from tickets.filters import TicketFilterSet
 from tickets.models import Tag, Ticket
-from tickets.output import ticket_document, ticket_read
+from tickets.output import ticket_read
 
 DEFAULT_MAX_ATTACHMENT_BYTES = 25 * 1024 * 1024
 # What the filter really reads: one parameter per custom field, not a string named `customFields`.
@@ -72,9 +72,6 @@ class TicketViewSet(sub_resources.TicketSubResources, LicenseScopedViewSet):
             return Ticket.objects.none()
         return super().get_queryset()
 
-    def _one(self, ticket_id):
-        return ticket_document(self.get_queryset(), ticket_id, license_id=self.request.license.pk)
-
     def _versioned(self, ticket_id, status_code=status.HTTP_200_OK) -> Response:
         """The ticket's document with its ETag (tickets.collisions), read in one statement."""
         doc, updated_at = ticket_read(self.get_queryset(), ticket_id, license_id=self.request.license.pk)
@@ -89,14 +86,18 @@ class TicketViewSet(sub_resources.TicketSubResources, LicenseScopedViewSet):
     def retrieve(self, request, **kwargs):
         return self._versioned(self.get_object().pk)
 
-    @extend_schema(request=TicketCreateSerializer, responses={201: TicketDocSerializer})
+    @extend_schema(
+        request=TicketCreateSerializer,
+        responses={201: TicketDocSerializer},
+        parameters=[sub_resources.etag_header(201)],
+    )
     def create(self, request):
         serializer = TicketCreateSerializer(data=request.data, context={"request": request})
         serializer.is_valid(raise_exception=True)
         ticket = services.ticket_create(
             license=request.license, author_agent=request.agent, **serializer.validated_data
         )
-        return Response(self._one(ticket.pk), status=status.HTTP_201_CREATED)
+        return self._versioned(ticket.pk, status.HTTP_201_CREATED)
 
     @extend_schema(
         request=TicketUpdateSerializer,
@@ -119,14 +120,18 @@ class TicketViewSet(sub_resources.TicketSubResources, LicenseScopedViewSet):
         services.ticket_delete(ticket=self.get_object())
         return Response(status=status.HTTP_204_NO_CONTENT)
 
-    @extend_schema(request=MergeSerializer, responses={201: TicketDocSerializer})
+    @extend_schema(
+        request=MergeSerializer,
+        responses={201: TicketDocSerializer},
+        parameters=[sub_resources.etag_header(201)],
+    )
     @action(detail=True, methods=["post"], url_path="childTickets")
     def child_tickets(self, request, **kwargs):
         ticket = self.get_object()
         serializer = MergeSerializer(data=request.data, context={"request": request})
         serializer.is_valid(raise_exception=True)
         services.ticket_merge(ticket=ticket, child=serializer.validated_data["child"])
-        return Response(self._one(ticket.pk), status=status.HTTP_201_CREATED)
+        return self._versioned(ticket.pk, status.HTTP_201_CREATED)
 
 
 class TagViewSet(ResourceViewSet):
