@@ -148,3 +148,14 @@ def test_the_migration_closes_the_children_merged_before(owner):
     )
     assert set(TicketTeam.objects.filter(ticket=child).values_list("status", flat=True)) == {"closed"}
     assert Ticket.objects.get(pk=parent.pk).status == "open"
+
+
+def test_the_admin_conversation_tells_the_undone_merge(owner):
+    from tickets.admin.conversation import render_conversation
+
+    parent, child = TicketFactory(license=owner.license), TicketFactory(license=owner.license)
+    _merge(owner, parent, child)
+    assert _unmerge(owner, parent, child.pk).status_code == 204
+    html = render_conversation(Ticket.objects.get(pk=parent.pk))
+    assert f"merged ticket {child.pk} into this one" in html
+    assert f"ticket {child.pk} no longer merged into this one" in html
