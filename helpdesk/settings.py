@@ -511,7 +511,9 @@ CORS_ALLOW_CREDENTIALS = False  # Bearer tokens, never cookies
 CORS_EXPOSE_HEADERS = [
     "X-Total-Results", "X-Total-Pages", "Link",
     "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "Retry-After",
+    "ETag",  # a ticket's version, for If-Match (tickets/collisions.py)
 ]  # fmt: skip
 CORS_ALLOW_HEADERS = [
     "accept", "authorization", "content-type", "user-agent", "x-license-id", "idempotency-key",
+    "if-match",
 ]  # fmt: skip

@@ -44,8 +44,9 @@ def read_token(value: str) -> tuple[str, str] | None:
     return str(data["t"]), data["s"]
 
 
-def on_rating_requested(sender, *, ticket, **kwargs) -> OutboundMessage | None:
-    """Receiver of tickets.signals.rating_requested (in the transaction that solves the ticket)."""
+def on_rating_requested(sender, *, ticket, asked_at=None, **kwargs) -> OutboundMessage | None:
+    """Receiver of tickets.signals.rating_requested (in the transaction that solves the ticket, or that asks now:
+    `asked_at`, POST /v1/tickets/{ID}/ratingRequests, one e-mail per ticket and hour however often asked)."""
     from templates_app import ticket_mail
 
     if ticket.silo != "tickets" or not ticket.requester_email:
@@ -74,7 +75,8 @@ def on_rating_requested(sender, *, ticket, **kwargs) -> OutboundMessage | None:
     return mail.message_queue(
         license=license,
         kind=KIND,
-        key=f"{KIND}:{ticket.pk}",  # once per ticket, whatever happens to the flag
+        # the first solve's: once per ticket, whatever happens to the flag
+        key=f"{KIND}:{ticket.pk}" if asked_at is None else f"{KIND}:{ticket.pk}:{asked_at:%Y%m%d%H}",
         to=ticket.requester_email,
         subject=f"How did we do? {ticket_mail.subject_of(ticket, reply=True)}",
         rendered=rendered,

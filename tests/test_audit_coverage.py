@@ -89,6 +89,19 @@ COVERED = {
         "delete",
     ): "not audited: tickets are not one of the spec's audit targets (moves to trash)",
     ("v1/tickets/<pk>/childTickets", "post"): "not audited: tickets are not one of the spec's audit targets",
+    # the ticket sub-resources: their history is the ticket's events (tests/test_ticket_sub_resources.py)
+    **{
+        route: "not audited: tickets are not one of the spec's audit targets"
+        for route in (
+            ("v1/tickets/<pk>/childTickets/<pk>", "delete"),
+            ("v1/tickets/<pk>/followers", "post"),
+            ("v1/tickets/<pk>/followers", "delete"),
+            ("v1/tickets/<pk>/tags", "post"),
+            ("v1/tickets/<pk>/tags", "delete"),
+            ("v1/tickets/<pk>/silo", "put"),
+            ("v1/tickets/<pk>/ratingRequests", "post"),
+        )
+    },
     ("v1/transactions", "post"): "not audited: an upload session, not one of the spec's audit targets",
     (
         "v1/transactions/<pk>/attachments",

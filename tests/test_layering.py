@@ -57,6 +57,7 @@ SERVICES = [
     "templates_app/invitations.py",
     "templates_app/reply_addresses.py",
     "tickets/services.py",
+    "tickets/sub_resources.py",
     "tickets/webhooks/services.py",
 ]
 

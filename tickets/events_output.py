@@ -124,6 +124,7 @@ BY_TYPE = {
     "followers": {"followers": _payload(_SetChangeDoc)},
     "teams": {"teams": _payload(_SetChangeDoc)},
     "merge": {"merge": _payload(_MergeDoc)},
+    "unmerge": {"unmerge": _payload(_MergeDoc)},  # a merge undone (DELETE .../childTickets/{childID})
     "rating": {"rating": _payload(document.RATING.serializer())},
 }
 

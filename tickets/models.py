@@ -229,6 +229,7 @@ class Message(LicenseOwned):
 
 EVENT_TYPES = [
     "message", "status", "priority", "assignment", "silo", "tags", "followers", "teams", "merge", "rating",
+    "unmerge",
 ]  # fmt: skip
 SOURCE_TYPES = ["api", "email", "admin", "system"]
 

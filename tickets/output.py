@@ -161,5 +161,13 @@ def ticket_page(page_queryset, sort_field: str, *, events: bool = False, license
 
 def ticket_document(queryset, ticket_id, *, license_id):
     """The document of one ticket of `queryset` with its events (IndexError when it is not there)."""
-    page = queryset.filter(pk=ticket_id).order_by("created_at", "pk")[:1]
-    return ticket_page(page, "created_at", events=True, license_id=license_id)[0]["doc"]
+    return ticket_read(queryset, ticket_id, license_id=license_id)[0]
+
+
+def ticket_read(queryset, ticket_id, *, license_id) -> tuple:
+    """(document with events, `updated_at`) of one ticket (IndexError when it is not there): the version its
+    ETag names comes from the statement that built the document (PostgreSQL gives it as ISO text;
+    tickets.collisions reads both)."""
+    page = queryset.filter(pk=ticket_id).order_by("updated_at", "pk")[:1]
+    item = ticket_page(page, "updated_at", events=True, license_id=license_id)[0]
+    return item["doc"], item["updated_at"]

@@ -26,7 +26,7 @@ from helpdesk.context import current_actor
 from helpdesk.errors import Conflict, TooLarge, field_error
 from helpdesk.timestamps import iso
 from helpdesk.transactions import unit_of_work
-from tickets import autoassign, search, totals
+from tickets import autoassign, collisions, search, totals
 from tickets.events import History, acting_agent, acting_author, assignment_side
 from tickets.models import RATINGS, READ_ONLY_SILOS, Message, Tag, Ticket, TicketTeam
 from tickets.signals import message_created, rating_requested, ticket_assigned
@@ -304,13 +304,16 @@ def ticket_update(
     author_type: str = "agent",
     transaction_id=None,
     force: bool = False,
+    expected_versions: frozenset[int] | None = None,
     **fields,
 ) -> Ticket:
     """PATCH: fields, relations, silo moves and an optional reply. Read-only silos allow only `silo`.
 
-    `force`: solve even when a team's `tagReminder` asks for a tag first."""
+    `force`: solve even when a team's `tagReminder` asks for a tag first. `expected_versions`: the versions
+    the writer read (If-Match, tickets.collisions); another one → 409 `ticket_changed`."""
     _check_updatable(fields)
     ticket = _lock_ticket(ticket)
+    collisions.check(ticket, expected_versions)
     totals.changing(ticket.license_id, [ticket.pk])
     relations = {"teams": teams, "tags": tags, "followers": followers}
     _check_writable(ticket, fields, [*relations.values(), assignment, message, transaction_id])
@@ -485,17 +488,28 @@ def ticket_merge(*, ticket: Ticket, child: Ticket) -> Ticket:
             code="max_child_tickets",
         )
     totals.changing(license.pk, [ticket.pk, child.pk])
-    child.parent = ticket
-    stamp_update(child)
-    Ticket.objects.filter(pk=child.pk).update(
-        parent=ticket, updated_at=child.updated_at, updated_by=child.updated_by
-    )
+    history = History(ticket)
+    _close_merged_child(child, parent=ticket, now=history.now)
     stamp_update(ticket)
     Ticket.objects.filter(pk=ticket.pk).update(updated_at=ticket.updated_at, updated_by=ticket.updated_by)
-    history = History(ticket)
     history.add("merge", acting_author(ticket), payload={"childTicketID": str(child.pk)})
     history.save()
     return ticket
+
+
+def _close_merged_child(child: Ticket, *, parent: Ticket, now) -> None:
+    """Link the child and close it: its conversation goes on in the parent (mail to it threads there), so it
+    waits for no one. Its `status` event has the merge's time, by which undoing the merge finds the status to
+    give back (tickets.sub_resources.ticket_unmerge)."""
+    child.parent = parent
+    history = History(child, now=now)
+    if child.status != "closed":
+        history.change("status", acting_author(child), child.status, "closed")
+        child.status, child.status_changed_at = "closed", now
+    stamp_update(child)
+    child.save(update_fields=["parent", "status", "status_changed_at", "updated_at", "updated_by"])
+    sync_team_links(child)
+    history.save()
 
 
 @unit_of_work

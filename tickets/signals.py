@@ -24,7 +24,8 @@ events_recorded = Signal()
 ticket_assigned = Signal()
 
 # Sent by tickets.services inside the transaction that solves a ticket whose rating request was not sent yet
-# (`ratingRequeestSent` turned true in that same transaction): `ticket`. The e-mail app sends the request.
+# (`ratingRequeestSent` turned true in that same transaction): `ticket`; also when an agent asks now
+# (tickets.sub_resources.ticket_rating_request), with `asked_at`. The e-mail app sends the request.
 rating_requested = Signal()
 
 # Sent by tickets.webhooks.delivery inside the transaction that marks a webhook `failing` (once, when it turns

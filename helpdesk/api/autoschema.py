@@ -52,6 +52,20 @@ class HelpdeskAutoSchema(AutoSchema):
         declared = getattr(self.view, "descriptions", {}).get(getattr(self.view, "action", None))
         return inspect.cleandoc(declared) if declared else super().get_description()
 
+    def _get_request_body(self, direction="request"):
+        # drf-spectacular documents the bodies of POST, PUT and PATCH only; a DELETE that takes one names its
+        # action in the view's `delete_bodies` (the ticket sub-resources' {agentIDs}). A private method of the
+        # library: tests/test_ticket_sub_resources.py fails if the body is no longer documented.
+        if self.method != "DELETE" or getattr(self.view, "action", None) not in getattr(
+            self.view, "delete_bodies", ()
+        ):
+            return super()._get_request_body(direction)
+        self.method = "POST"
+        try:
+            return super()._get_request_body(direction)
+        finally:
+            self.method = "DELETE"
+
     def get_examples(self):
         return [*super().get_examples(), *EXAMPLES.get(self.get_operation_id(), [])]
 

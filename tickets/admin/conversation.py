@@ -82,6 +82,8 @@ def _summary(event, names) -> str:
         return f"{kind}: {', '.join(parts)}"
     if kind == "merge":
         return f"merged ticket {change['childTicketID']} into this one"
+    if kind == "unmerge":
+        return f"ticket {change['childTicketID']} no longer merged into this one"
     if kind == "rating":
         comment = f" — {change['comment']}" if change.get("comment") else ""
         return f"rated {change['score']}{comment}"

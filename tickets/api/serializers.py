@@ -190,6 +190,42 @@ class MergeSerializer(StrictSerializer):
     childTicketID = LicensedPrimaryKeyField(queryset=Ticket.objects, source="child")
 
 
+# --- ticket sub-resources -------------------------------------------------------------------------------
+
+
+@extend_schema_field(
+    {"type": "array", "items": {"type": "string", "format": "uuid"}, "uniqueItems": True, "minItems": 1}
+)
+class SomeLicensedIDsField(LicensedIDsField):
+    """At least one ID."""
+
+    def to_internal_value(self, data):
+        found = super().to_internal_value(data)
+        if not found:
+            raise serializers.ValidationError("Name at least one.")
+        return found
+
+
+class TicketFollowersSerializer(StrictSerializer):
+    """Agents of the license to add to (POST) or take from (DELETE) the ticket's followers."""
+
+    agentIDs = SomeLicensedIDsField(Agent.objects)
+
+
+class TicketTagsSerializer(StrictSerializer):
+    """Tags of the license to put on (POST) or take off (DELETE) the ticket."""
+
+    tagIDs = SomeLicensedIDsField(Tag.objects)
+
+
+class TicketSiloSerializer(StrictSerializer):
+    silo = serializers.ChoiceField(choices=SILOS)
+
+
+class RatingRequestSerializer(StrictSerializer):
+    """No fields: the request is the ticket's (an empty body, or none)."""
+
+
 # --- tags -----------------------------------------------------------------------------------------------
 
 

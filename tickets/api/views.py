@@ -18,7 +18,8 @@ from helpdesk.api.pagination import KeysetPagination
 from helpdesk.api.permissions import WRITERS
 from helpdesk.api.resources import ResourceViewSet
 from helpdesk.api.tenancy import LicenseScopedViewSet
-from tickets import selectors, services
+from tickets import collisions, selectors, services
+from tickets.api import sub_resources
 from tickets.api.serializers import (
     MergeSerializer,
     TagSerializer,
@@ -30,7 +31,7 @@ from tickets.api.serializers import (
 )
 from tickets.filters import TicketFilterSet
 from tickets.models import Tag, Ticket
-from tickets.output import ticket_document
+from tickets.output import ticket_read
 
 DEFAULT_MAX_ATTACHMENT_BYTES = 25 * 1024 * 1024
 # What the filter really reads: one parameter per custom field, not a string named `customFields`.
@@ -49,7 +50,7 @@ CUSTOM_FIELDS_PARAMETER = OpenApiParameter(
 )
 
 
-class TicketViewSet(LicenseScopedViewSet):
+class TicketViewSet(sub_resources.TicketSubResources, LicenseScopedViewSet):
     queryset = Ticket.objects.all()
     # The search runs in tickets.selectors.ticket_search; these declare its parameters and response to OpenAPI.
     serializer_class = TicketDocSerializer
@@ -57,7 +58,13 @@ class TicketViewSet(LicenseScopedViewSet):
     filter_backends = [StrictFilterBackend]
     pagination_class = KeysetPagination
     sort_fields = selectors.SORT_FIELDS
-    roles = {"create": WRITERS, "partial_update": WRITERS, "destroy": WRITERS, "child_tickets": WRITERS}
+    roles = {
+        "create": WRITERS,
+        "partial_update": WRITERS,
+        "destroy": WRITERS,
+        "child_tickets": WRITERS,
+        **sub_resources.ROLES,
+    }
     lookup_url_kwarg = "ticketID"
 
     def get_queryset(self):
@@ -65,47 +72,66 @@ class TicketViewSet(LicenseScopedViewSet):
             return Ticket.objects.none()
         return super().get_queryset()
 
-    def _one(self, ticket_id):
-        return ticket_document(self.get_queryset(), ticket_id, license_id=self.request.license.pk)
+    def _versioned(self, ticket_id, status_code=status.HTTP_200_OK) -> Response:
+        """The ticket's document with its ETag (tickets.collisions), read in one statement."""
+        doc, updated_at = ticket_read(self.get_queryset(), ticket_id, license_id=self.request.license.pk)
+        return Response(doc, status=status_code, headers={"ETag": collisions.etag(updated_at)})
 
     @extend_schema(responses={200: TicketDocSerializer(many=True)}, parameters=[CUSTOM_FIELDS_PARAMETER])
     def list(self, request):
         search = selectors.ticket_search(request.license, request.query_params)
         return Response(search.documents, headers=search.headers(request))
 
-    @extend_schema(responses={200: TicketDocSerializer})
+    @extend_schema(responses={200: TicketDocSerializer}, parameters=[sub_resources.etag_header(200)])
     def retrieve(self, request, **kwargs):
-        return Response(self._one(self.get_object().pk))
+        return self._versioned(self.get_object().pk)
 
-    @extend_schema(request=TicketCreateSerializer, responses={201: TicketDocSerializer})
+    @extend_schema(
+        request=TicketCreateSerializer,
+        responses={201: TicketDocSerializer},
+        parameters=[sub_resources.etag_header(201)],
+    )
     def create(self, request):
         serializer = TicketCreateSerializer(data=request.data, context={"request": request})
         serializer.is_valid(raise_exception=True)
         ticket = services.ticket_create(
             license=request.license, author_agent=request.agent, **serializer.validated_data
         )
-        return Response(self._one(ticket.pk), status=status.HTTP_201_CREATED)
+        return self._versioned(ticket.pk, status.HTTP_201_CREATED)
 
-    @extend_schema(request=TicketUpdateSerializer, responses={200: TicketDocSerializer})
+    @extend_schema(
+        request=TicketUpdateSerializer,
+        responses={200: TicketDocSerializer},
+        parameters=[sub_resources.IF_MATCH, sub_resources.etag_header(200)],
+    )
     def partial_update(self, request, **kwargs):
         ticket = self.get_object()
         serializer = TicketUpdateSerializer(data=request.data, context={"request": request})
         serializer.is_valid(raise_exception=True)
-        services.ticket_update(ticket=ticket, author_agent=request.agent, **serializer.validated_data)
-        return Response(self._one(ticket.pk))
+        services.ticket_update(
+            ticket=ticket,
+            author_agent=request.agent,
+            expected_versions=collisions.expected_versions(request.headers.get("If-Match")),
+            **serializer.validated_data,
+        )
+        return self._versioned(ticket.pk)
 
     def destroy(self, request, **kwargs):
         services.ticket_delete(ticket=self.get_object())
         return Response(status=status.HTTP_204_NO_CONTENT)
 
-    @extend_schema(request=MergeSerializer, responses={201: TicketDocSerializer})
+    @extend_schema(
+        request=MergeSerializer,
+        responses={201: TicketDocSerializer},
+        parameters=[sub_resources.etag_header(201)],
+    )
     @action(detail=True, methods=["post"], url_path="childTickets")
     def child_tickets(self, request, **kwargs):
         ticket = self.get_object()
         serializer = MergeSerializer(data=request.data, context={"request": request})
         serializer.is_valid(raise_exception=True)
         services.ticket_merge(ticket=ticket, child=serializer.validated_data["child"])
-        return Response(self._one(ticket.pk), status=status.HTTP_201_CREATED)
+        return self._versioned(ticket.pk, status.HTTP_201_CREATED)
 
 
 class TagViewSet(ResourceViewSet):
