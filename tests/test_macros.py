@@ -213,6 +213,7 @@ def test_a_macro_costs_no_more_sql_than_the_same_patch(owner, agent, team_setup)
     team, tag, canned, ticket = team_setup
     other = TicketFactory(license=owner.license, assignment={"team": team}, teams=[team])
     macro = _shared(owner.license, six_actions(tag, agent.agent, canned))
+    agent.client.get("/v1/macros")  # the token's last use is recorded once: not by either write measured
     with CaptureQueriesContext(connection) as by_macro:
         assert agent.client.post(f"/v1/tickets/{ticket.pk}/macros/{macro.pk}").status_code == 200
     patch = {
@@ -226,8 +227,10 @@ def test_a_macro_costs_no_more_sql_than_the_same_patch(owner, agent, team_setup)
     with CaptureQueriesContext(connection) as by_patch:
         assert agent.client.patch(f"/v1/tickets/{other.pk}", patch, format="json").status_code == 200
     print(f"\nSQL statements: macro of 6 actions {len(by_macro)}, the same PATCH {len(by_patch)}")
-    # the macro reads its macro, its canned response, the tags, agents and the latest message besides the PATCH
-    assert len(by_macro) <= len(by_patch) + 12
+    # Besides the PATCH's: the macro, the ticket's lock taken before the actions read (and the nested unit of
+    # work's savepoint and release), the ticket's tags and followers, the canned response, the latest message
+    # (placeholders) and the agent's team membership.
+    assert len(by_macro) <= len(by_patch) + 9
 
 
 def _unchanged(ticket):

@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import re_path
 
 from helpdesk.api.routers import ApiRouter
 from tickets.api.views import TagViewSet, TicketViewSet, TransactionViewSet
@@ -15,8 +15,8 @@ router.register("cannedResponses", CannedResponseViewSet, basename="cannedrespon
 router.register("macros", MacroViewSet, basename="macro")
 urlpatterns = [
     *router.urls,
-    path(
-        "tickets/<str:ticketID>/macros/<str:macroID>",
+    re_path(
+        r"^tickets/(?P<ticketID>[^/]+)/macros/(?P<macroID>[^/]+)$",
         MacroApplicationViewSet.as_view({"post": "apply"}),
         name="ticket-macro-apply",
     ),

@@ -127,6 +127,7 @@ class MacroApplicationViewSet(LicenseScopedViewSet):
 
     @extend_schema(
         tags=["Tickets"],
+        operation_id="tickets_macros_apply",
         summary="Apply a macro to a ticket",
         request=None,
         responses={200: TicketDocSerializer},

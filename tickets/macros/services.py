@@ -112,9 +112,10 @@ def macro_delete(*, macro: Macro, actor: Agent | None = None) -> None:
 @unit_of_work
 def macro_apply(*, macro: Macro, ticket: Ticket, agent: Agent | None = None) -> Ticket:
     """Every action of `macro` on `ticket`, as one ticket write by `agent`."""
+    # Locked before the actions read its tags, followers and team (ticket_update then reads it again, locked).
     locked = (
         Ticket.objects.select_for_update(no_key=True, of=("self",))
-        .select_related("license")
+        .select_related("license", "assignment_team")
         .get(pk=ticket.pk)
     )
     changes = ticket_actions.plan(ticket=locked, actions=macro.actions, agent=agent)
