@@ -171,3 +171,47 @@ def test_the_limit_per_scope_is_a_409_naming_it(owner, monkeypatch):
         ).status_code
         == 201
     )
+
+
+# --- admin ----------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def admin_client(client, db):
+    from accounts.models import Account
+
+    client.force_login(Account.objects.create_superuser(email="admin@example.com", password="x"))
+    return client
+
+
+def test_the_admin_writes_through_the_service(admin_client, license):
+    from audit.models import AuditEntry
+
+    # when the admin adds one
+    response = admin_client.post(
+        "/admin/tickets/cannedresponse/add/",
+        {"license": license.pk, "text": "Hi {{requester.name}}", "shortcuts": '["hi"]', "team": ""},
+    )
+    assert response.status_code == 302, response.content
+    canned = CannedResponse.objects.get()
+    assert canned.shortcuts == ["hi"]
+    assert (
+        AuditEntry.objects.filter(target="cannedResponses", action="create", object_id=str(canned.pk)).count()
+        == 1
+    )
+    # then a taken shortcut and an unknown placeholder are the form's errors, and nothing is written
+    for text, shortcuts, error in (
+        ("x", '["HI"]', b"already taken"),
+        ("{{nope}}", "[]", b"Unknown placeholder"),
+    ):
+        response = admin_client.post(
+            "/admin/tickets/cannedresponse/add/",
+            {"license": license.pk, "text": text, "shortcuts": shortcuts, "team": ""},
+        )
+        assert response.status_code == 200 and error in response.content
+    assert CannedResponse.objects.count() == 1
+    admin_client.post(
+        "/admin/tickets/cannedresponse/",
+        {"action": "delete_selected", "_selected_action": [canned.pk], "post": "yes"},
+    )
+    assert not CannedResponse.objects.exists()

@@ -320,3 +320,34 @@ def test_an_unknown_macro_or_ticket_is_a_404(owner, outsider):
     assert owner.client.post(f"/v1/tickets/{ticket.pk}/macros/not-a-uuid").status_code == 404
     mine = _shared(owner.license)
     assert outsider.client.post(f"/v1/tickets/{ticket.pk}/macros/{mine.pk}").status_code == 404
+
+
+def test_the_admin_writes_through_the_service(client, license):
+    from accounts.models import Account
+
+    client.force_login(Account.objects.create_superuser(email="admin@example.com", password="x"))
+    actions = '[{"type": "setStatus", "value": "closed"}]'
+    data = {"license": license.pk, "name": "Close", "visibility": "shared", "agent": "", "actions": actions}
+    response = client.post("/admin/tickets/macro/add/", data)
+    assert response.status_code == 302, response.content
+    assert Macro.objects.get().actions == [{"type": "setStatus", "value": "closed"}]
+    # a bad action is the form's error, naming it
+    response = client.post("/admin/tickets/macro/add/", {**data, "actions": '[{"type": "fly", "value": 1}]'})
+    assert response.status_code == 200 and b"Unknown action type" in response.content
+    # a private macro needs its agent
+    response = client.post("/admin/tickets/macro/add/", {**data, "visibility": "private"})
+    assert response.status_code == 200 and b"needs its agent" in response.content
+    assert Macro.objects.count() == 1
+
+
+def test_a_private_macro_names_only_canned_responses_its_agent_sees(owner, agent):
+    theirs = TeamFactory(license=owner.license)
+    hidden = canned_response_create(license=owner.license, text="Team only", team=theirs)
+    reply = [{"type": "reply", "value": {"cannedResponseID": str(hidden.pk)}}]
+    response = agent.client.post("/v1/macros", {"name": "x", "actions": reply}, format="json")
+    assert response.status_code == 400
+    assert response.json()["details"] == {
+        "actions": {"0": {"value": [f"Canned response '{hidden.pk}' is of a team you are not in."]}}
+    }
+    TeamMembership.objects.create(agent=agent.agent, team=theirs)
+    assert agent.client.post("/v1/macros", {"name": "x", "actions": reply}, format="json").status_code == 201

@@ -165,8 +165,18 @@ _CHECKS = {
 }
 
 
-def validate(*, license: License, actions, field: str = "actions", types=TYPES) -> list[dict]:
-    """The actions, normalized (IDs as strings), or a 400 naming the action's index and key."""
+def _check_visible(value: dict, agent) -> None:
+    """A normal agent's own list names only canned responses it sees (the license's, or its teams')."""
+    if agent is None or agent.is_owner or "cannedResponseID" not in value:
+        return
+    team_id = CannedResponse.objects.values_list("team_id", flat=True).get(pk=value["cannedResponseID"])
+    if team_id is not None and not agent.teams.filter(pk=team_id).exists():
+        raise _Bad("value", f"Canned response '{value['cannedResponseID']}' is of a team you are not in.")
+
+
+def validate(*, license: License, actions, field: str = "actions", types=TYPES, agent=None) -> list[dict]:
+    """The actions, normalized (IDs as strings), or a 400 naming the action's index and key. `agent`: whose
+    own list it is (a private macro's), which names only the canned responses it sees."""
     if not isinstance(actions, list):
         raise Invalid(
             f"Invalid value for '{field}': Expected an array.", details={field: ["Expected an array."]}
@@ -191,6 +201,8 @@ def validate(*, license: License, actions, field: str = "actions", types=TYPES) 
             message_at = index
         try:
             value = _CHECKS[type_](license, action.get("value"))
+            if type_ == "reply":
+                _check_visible(value, agent)
         except _Bad as bad:
             raise _invalid(field, index, type_, bad.key, bad.message) from None
         normalized.append({"type": type_, "value": value})

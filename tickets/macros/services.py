@@ -69,7 +69,7 @@ def macro_create(
         name=name,
         visibility=visibility,
         agent=agent,
-        actions=ticket_actions.validate(license=license, actions=actions),
+        actions=ticket_actions.validate(license=license, actions=actions, agent=agent),
     )
     _check_room(license, visibility, agent)
     stamp_create(macro)
@@ -97,7 +97,7 @@ def macro_update(
     if name is not None:
         macro.name = name
     if actions is not None:
-        macro.actions = ticket_actions.validate(license=license, actions=actions)
+        macro.actions = ticket_actions.validate(license=license, actions=actions, agent=macro.agent)
     stamp_update(macro)
     macro.save()
     return macro
