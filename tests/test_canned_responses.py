@@ -3,6 +3,7 @@
 import pytest
 
 from accounts.models import TeamMembership
+from tests.audit_helpers import entries_written
 from tests.factories import TeamFactory, TicketFactory
 from tests.resource_tests import Resource, ResourceTests
 from tickets.canned_responses import services
@@ -111,10 +112,12 @@ def test_files_come_from_a_transaction(owner, tmp_path, settings):
     assert (
         owner.client.post(f"/v1/transactions/{txn}/attachments", {"attachments": [upload]}).status_code == 201
     )
-    response = owner.client.post(
-        "/v1/cannedResponses", {"text": "See the terms.", "transactionID": txn}, format="json"
-    )
+    with entries_written() as written:
+        response = owner.client.post(
+            "/v1/cannedResponses", {"text": "See the terms.", "transactionID": txn}, format="json"
+        )
     assert response.status_code == 201, response.content
+    assert written.one().changes["attachments"]["after"]  # the files are in the create's one entry
     assert [item["name"] for item in response.json()["attachments"]] == ["terms.txt"]
     # the transaction now serves that canned response only
     again = owner.client.post("/v1/cannedResponses", {"text": "Again", "transactionID": txn}, format="json")
