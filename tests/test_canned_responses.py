@@ -204,7 +204,7 @@ def test_the_admin_writes_through_the_service(admin_client, license):
     )
     # then a taken shortcut and an unknown placeholder are the form's errors, and nothing is written
     for text, shortcuts, error in (
-        ("x", '["HI"]', b"already taken"),
+        ("x", '["HI"]', b"already exists in this license"),
         ("{{nope}}", "[]", b"Unknown placeholder"),
     ):
         response = admin_client.post(

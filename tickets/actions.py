@@ -36,7 +36,7 @@ from accounts.models import Agent, License, Team
 from helpdesk.errors import Conflict, Invalid
 from tickets import placeholders
 from tickets.canned_responses.models import CannedResponse
-from tickets.canned_responses.services import check_text
+from tickets.canned_responses.services import MAX_TEXT, check_text
 from tickets.models import PRIORITIES, READ_ONLY_SILOS, SILOS, STATUSES, Tag, Ticket
 
 MAX_ACTIONS = 100
@@ -207,6 +207,61 @@ def validate(*, license: License, actions, field: str = "actions", types=TYPES, 
             raise _invalid(field, index, type_, bad.key, bad.message) from None
         normalized.append({"type": type_, "value": value})
     return normalized
+
+
+# --- the schema (OpenAPI) -----------------------------------------------------------------------------------
+
+# The pattern too: a generator of examples (the fuzzer's) may not honour `format`.
+_UUID = {
+    "type": "string",
+    "format": "uuid",
+    "pattern": "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
+}
+_IDS = {"type": "array", "items": _UUID, "minItems": 1, "maxItems": MAX_IDS, "uniqueItems": True}
+_TEXT = {"type": "string", "minLength": 1, "maxLength": MAX_TEXT, "pattern": r"\S"}
+_PRIVATE = {"type": "boolean"}
+
+
+def _object(required: list[str], **properties) -> dict:
+    return {"type": "object", "required": required, "additionalProperties": False, "properties": properties}
+
+
+_VALUE_SCHEMAS = {
+    "setStatus": {"type": "string", "enum": STATUSES},
+    "setPriority": {"type": "integer", "enum": PRIORITIES},
+    "addTags": _IDS,
+    "removeTags": _IDS,
+    "addFollowers": _IDS,
+    "assignTeam": {**_UUID, "nullable": True},
+    "assignAgent": {**_UUID, "nullable": True},
+    "setCustomField": _object(
+        ["apiKey", "value"], apiKey={"type": "string", "minLength": 1, "maxLength": 100}, value={}
+    ),
+    "moveToSilo": {"type": "string", "enum": SILOS},
+    "sendMessage": _object(["text"], text=_TEXT, isPrivate=_PRIVATE),
+    "reply": {
+        "oneOf": [
+            _object(["text"], text=_TEXT, isPrivate=_PRIVATE),
+            _object(["cannedResponseID"], cannedResponseID=_UUID, isPrivate=_PRIVATE),
+        ]
+    },
+}
+
+
+def json_schema(types=TYPES) -> dict:
+    """The OpenAPI schema of a list of actions: one object shape per type."""
+    return {
+        "type": "array",
+        "maxItems": MAX_ACTIONS,
+        "items": {
+            "oneOf": [
+                _object(
+                    ["type", "value"], type={"type": "string", "enum": [type_]}, value=_VALUE_SCHEMAS[type_]
+                )
+                for type_ in types
+            ]
+        },
+    }
 
 
 # --- application ----------------------------------------------------------------------------------------------

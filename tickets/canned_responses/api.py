@@ -46,7 +46,7 @@ _shortcut = StrictCharField(max_length=50, validators=[RegexValidator(r"^\S+$", 
 
 
 class CannedResponseUpdateSerializer(StrictSerializer):
-    text = StrictCharField(max_length=services.MAX_TEXT_BYTES, required=False, trim_whitespace=False)
+    text = StrictCharField(max_length=services.MAX_TEXT, required=False, trim_whitespace=False)
     richTextObj = JSONObjectField(source="rich_text_obj", required=False, allow_null=True)
     shortcuts = StrictListField(
         child=_shortcut, unique=True, required=False, max_length=services.MAX_SHORTCUTS
@@ -56,7 +56,7 @@ class CannedResponseUpdateSerializer(StrictSerializer):
 
 
 class CannedResponseCreateSerializer(CannedResponseUpdateSerializer):
-    text = StrictCharField(max_length=services.MAX_TEXT_BYTES, trim_whitespace=False)
+    text = StrictCharField(max_length=services.MAX_TEXT, trim_whitespace=False)
 
 
 class RenderSerializer(StrictSerializer):

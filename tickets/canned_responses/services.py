@@ -1,5 +1,5 @@
 """Writes of canned responses. Limits: 1,000 per scope (the whole license, or one team), 20 shortcuts each
-(1 to 50 characters, no spaces), text up to 64 KiB; a shortcut is unique in the license (case-insensitive).
+(1 to 50 characters, no spaces), text up to 65,536 characters; a shortcut is unique in the license (case-insensitive).
 
 The shortcut and limit checks and the write run under a per-license advisory lock on PostgreSQL (SQLite
 serializes writers anyway), so two agents saving the same shortcut at once get one 201 and one 400.
@@ -18,7 +18,7 @@ from tickets.canned_responses.models import CannedResponse
 
 MAX_PER_SCOPE = 1000
 MAX_SHORTCUTS = 20
-MAX_TEXT_BYTES = 64 * 1024
+MAX_TEXT = 64 * 1024  # characters
 # pg_advisory_xact_lock's first key for the canned responses of a license (the second key is the license).
 _LOCK_SPACE = 0x43414E4E
 
@@ -30,9 +30,9 @@ def _lock(license: License) -> None:
 
 
 def check_text(field: str, text: str) -> None:
-    """At most 64 KiB, and only known placeholders (shared with the macros' messages)."""
-    if len(text.encode()) > MAX_TEXT_BYTES:
-        raise field_error(field, f"At most {MAX_TEXT_BYTES} bytes (64 KiB).", code="limit_text")
+    """At most 65,536 characters, and only known placeholders (shared with the macros' messages)."""
+    if len(text) > MAX_TEXT:
+        raise field_error(field, f"At most {MAX_TEXT} characters.", code="limit_text")
     placeholders.check(field, text)
 
 
@@ -51,7 +51,9 @@ def _check_shortcuts(license: License, shortcuts: list[str], exclude=None) -> li
     taken = {item.lower() for listed in others for item in listed or []}
     for shortcut in shortcuts:
         if shortcut.lower() in taken:
-            raise field_error("shortcuts", f"The shortcut '{shortcut}' is already taken.", code="unique")
+            raise field_error(
+                "shortcuts", f"The shortcut '{shortcut}' already exists in this license.", code="unique"
+            )
     return shortcuts
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 
 from django.db.models import Q
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers
 from rest_framework.response import Response
 
@@ -15,7 +15,7 @@ from helpdesk.api.resources import ResourceViewSet
 from helpdesk.api.serializers import StampedOutputSerializer, StrictSerializer
 from helpdesk.api.tenancy import LicenseScopedViewSet
 from helpdesk.errors import NotFound
-from tickets.actions import MAX_ACTIONS
+from tickets.actions import MAX_ACTIONS, json_schema
 from tickets.api.serializers import TicketDocSerializer
 from tickets.macros import services
 from tickets.macros.models import PRIVATE, SHARED, VISIBILITIES, Macro
@@ -41,13 +41,21 @@ EXAMPLE = {
 }
 
 
+@extend_schema_field(json_schema())
+class ActionsField(JSONArrayField):
+    """The actions: their shapes in the document; checked by tickets.actions (the index and key named)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(max_size=MAX_ACTIONS * 70 * 1024, help_text=ACTIONS_HELP, **kwargs)
+
+
 class MacroSerializer(StampedOutputSerializer):
     ID = serializers.UUIDField(source="pk", read_only=True)
     licenseID = serializers.IntegerField(source="license_id", read_only=True)
     name = serializers.CharField(read_only=True)
     visibility = serializers.ChoiceField(choices=VISIBILITIES, read_only=True)
     agentID = serializers.UUIDField(source="agent_id", read_only=True, allow_null=True)
-    actions = serializers.JSONField(read_only=True, help_text=ACTIONS_HELP)
+    actions = ActionsField(read_only=True)
 
     class Meta:
         fields = [
@@ -63,13 +71,12 @@ class MacroSerializer(StampedOutputSerializer):
 class MacroUpdateSerializer(StrictSerializer):
     name = StrictCharField(max_length=200, required=False)
     visibility = serializers.ChoiceField(choices=VISIBILITIES, required=False)
-    # Checked item by item by tickets.actions (the index and key named); the size bound first.
-    actions = JSONArrayField(required=False, max_size=MAX_ACTIONS * 70 * 1024, help_text=ACTIONS_HELP)
+    actions = ActionsField(required=False)
 
 
 class MacroCreateSerializer(MacroUpdateSerializer):
     name = StrictCharField(max_length=200)
-    actions = JSONArrayField(max_size=MAX_ACTIONS * 70 * 1024, help_text=ACTIONS_HELP)
+    actions = ActionsField()
 
 
 def visible_macros(queryset, agent):
