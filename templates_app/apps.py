@@ -36,6 +36,7 @@ class TemplatesAppConfig(AppConfig):
         )
         webhook_failing.connect(on_webhook_failing, dispatch_uid="templates_app.webhook_failing")
         _register_audited()
+        _register_placeholders()
 
 
 def _register_audited():
@@ -46,3 +47,11 @@ def _register_audited():
     register(Template, target="emailTemplates", m2m={"attachments": "attachments"})
     register(ReplyAddress, target="replyAddresses")
     register(BlockedSender, target="blockedEmails")
+
+
+def _register_placeholders():
+    """Tickets' canned responses and macros fill the templates' placeholders with this app's engine."""
+    from templates_app.placeholders import TicketPlaceholders
+    from tickets import placeholders
+
+    placeholders.register(TicketPlaceholders())

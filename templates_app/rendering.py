@@ -197,6 +197,13 @@ def _visual_html(body_html: str, palette: dict, footer: bool, logo_cid: str | No
     )
 
 
+def render_text(source: str, context: dict) -> Rendered:
+    """A message's text (a canned response, a macro's reply) with its placeholders filled: the text, and the
+    same paragraphs as HTML (escaped, links made clickable), without a template's layout around them."""
+    text = _tidy_text(_substitute(source, context, escape=lambda v: v))
+    return Rendered(text=text, html=_text_to_html(text, VISUAL_COLORS["linkColor"]))
+
+
 def render(
     *,
     type: str,

@@ -42,6 +42,18 @@ def _webhook_pk(license):
     ).pk
 
 
+def _canned_response_pk(license):
+    from tickets.canned_responses.services import canned_response_create
+
+    return canned_response_create(license=license, text="Thanks.").pk
+
+
+def _macro_pk(license):
+    from tickets.macros.services import macro_create
+
+    return macro_create(license=license, name="macro", visibility="shared", actions=[]).pk
+
+
 def _app_pk(license):
     from tests.oauth_helpers import make_app
 
@@ -60,6 +72,8 @@ ROUTE_OBJECTS = {
     "team": lambda license: TeamFactory(license=license).pk,
     "ticket": lambda license: TicketFactory(license=license).pk,
     "tag": lambda license: TagFactory(license=license).pk,
+    "cannedresponse": _canned_response_pk,
+    "macro": _macro_pk,
     "transaction": _transaction_pk,
     "template": lambda license: TemplateFactory(license=license).pk,
     "subscription": lambda license: SubscriptionFactory(license=license).pk,

@@ -28,6 +28,10 @@ _NOT_IN_THIS_LICENSE = re.compile(
     # Uniqueness against what the license already holds (an agent's e-mail): a 400 naming the field, as the
     # contract lists it under bad input; no schema can know the stored data.
     r"|already exists in this license"
+    # A text's placeholders are checked against the templates' list, and a macro carries one message (a ticket
+    # write carries one): rules on a string's content and across a list's items; a canned response of a team
+    # the agent is not in is, like an absent one, about stored data.
+    r"|^Unknown placeholder \{\{|^One message per list|is of a team you are not in\.$"
 )
 
 

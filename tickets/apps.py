@@ -31,11 +31,15 @@ def _register_parts():
     from audit.registry import register
     from helpdesk.api.schema import register_parameters
     from tickets.api.schema import parameter_schemas
+    from tickets.canned_responses.models import CannedResponse
+    from tickets.macros.models import Macro
     from tickets.models import Tag
     from tickets.webhooks import outbox
     from tickets.webhooks.models import Webhook
 
     register(Tag, target="tags")
+    register(CannedResponse, target="cannedResponses", m2m={"attachments": "attachments"})
+    register(Macro, target="macros")
     # The secret is recorded only as changed; `status` (failing/active) is the deliveries' outcome, not a change.
     register(Webhook, target="webhooks", secrets=("secret",), exclude=("status",))
     outbox.register_resource(Agent, prefix="agents", serializer=AgentSerializer)

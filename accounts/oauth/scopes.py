@@ -25,6 +25,8 @@ RESOURCES = {
     "subscriptions": "subscriptions and billing",
     "auditLog": "the audit log",
     "webhooks": "webhooks",
+    "cannedResponses": "canned responses",
+    "macros": "macros",
 }
 # The first segment of an API path -> the resource whose scope covers it.
 PATH_RESOURCES = {

@@ -237,7 +237,11 @@ class KeysetPagination(BasePagination):
             }
 
         return [
-            param(PAGE, {"type": "integer", "minimum": 1, "default": 1}, "Page number (offset pages)."),
+            param(
+                PAGE,
+                {"type": "integer", "minimum": 1, "maximum": MAX_PAGE, "default": 1},
+                "Page number (offset pages).",
+            ),
             param(
                 PAGE_SIZE,
                 {

@@ -1,5 +1,9 @@
+from django.urls import re_path
+
 from helpdesk.api.routers import ApiRouter
 from tickets.api.views import TagViewSet, TicketViewSet, TransactionViewSet
+from tickets.canned_responses.api import CannedResponseViewSet
+from tickets.macros.api import MacroApplicationViewSet, MacroViewSet
 from tickets.webhooks.api import WebhookViewSet
 
 router = ApiRouter()
@@ -7,4 +11,13 @@ router.register("tickets", TicketViewSet, basename="ticket")
 router.register("tags", TagViewSet, basename="tag")
 router.register("transactions", TransactionViewSet, basename="transaction")
 router.register("webhooks", WebhookViewSet, basename="webhook")
-urlpatterns = router.urls
+router.register("cannedResponses", CannedResponseViewSet, basename="cannedresponse")
+router.register("macros", MacroViewSet, basename="macro")
+urlpatterns = [
+    *router.urls,
+    re_path(
+        r"^tickets/(?P<ticketID>[^/]+)/macros/(?P<macroID>[^/]+)$",
+        MacroApplicationViewSet.as_view({"post": "apply"}),
+        name="ticket-macro-apply",
+    ),
+]

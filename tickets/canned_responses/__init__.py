@@ -1,0 +1,1 @@
+"""Canned responses: answers a team reuses, with shortcuts and the templates' placeholders."""
