@@ -1,0 +1,248 @@
+"""`/v1/rules`: the generic resource tests, validation at save naming the condition or action, the rules at work
+inside the write that triggered them (in ordering, chained, limited, recorded, skipped when they cannot apply),
+and the test endpoint that writes nothing."""
+
+import uuid
+
+import pytest
+
+from tests.factories import TagFactory, TeamFactory, TicketFactory
+from tests.resource_tests import Resource, ResourceTests
+from tickets.models import Ticket, TicketEvent
+from tickets.rules import services
+from tickets.rules.api import RuleViewSet
+from tickets.rules.models import Rule, RuleFiring
+from tickets.webhooks.models import Webhook, WebhookDelivery
+
+pytestmark = pytest.mark.django_db
+
+CREATED = {"type": "event", "op": "is", "value": "created"}
+
+
+def _rule(license, triggers, actions, **fields):
+    return services.rule_create(
+        license=license, name=fields.pop("name", "rule"), triggers=triggers, actions=actions, **fields
+    )
+
+
+class TestRuleResource(ResourceTests):
+    resource = Resource(
+        viewset=RuleViewSet,
+        make=lambda license: _rule(license, [], [], name="Old").pk,
+        create={
+            "name": "VIP",
+            "ordering": 5,
+            "quantifier": "any",
+            "triggers": [CREATED, {"type": "subject", "op": "contains", "value": "refund"}],
+            "actions": [{"type": "setPriority", "value": 20}],
+        },
+        update={"name": "VIP now", "active": False, "limitPerTicket": 3},
+        invalid=[
+            ({}, "name"),
+            ({"name": "x", "actions": []}, "triggers"),
+            ({"name": "x", "triggers": [], "actions": [], "quantifier": "most"}, "quantifier"),
+            (
+                {"name": "x", "triggers": [{"type": "mood", "op": "is", "value": 1}], "actions": []},
+                "triggers",
+            ),
+            (
+                {"name": "x", "triggers": [{"type": "status", "op": "gt", "value": "open"}], "actions": []},
+                "triggers",
+            ),
+            (
+                {"name": "x", "triggers": [], "actions": [{"type": "reply", "value": {"text": "a"}}]},
+                "actions",
+            ),
+            ({"name": "x", "triggers": [], "actions": [], "limitPerTicket": 0}, "limitPerTicket"),
+            ({"name": "x", "triggers": [], "actions": [], "useCounter": 5}, "useCounter"),
+        ],
+        readers={"owner", "normal", "viewer"},
+        writers={"owner"},
+        entity_name="VIP",
+        create_changes={"name": {"before": None, "after": "VIP"}, "ordering": {"before": None, "after": 5}},
+        update_changes={
+            "name": {"before": "VIP", "after": "VIP now"},
+            "active": {"before": True, "after": False},
+        },
+        publishes=True,
+    )
+
+
+# --- validation at save -----------------------------------------------------------------------------------
+
+
+def _post(owner, triggers, actions):
+    return owner.client.post(
+        "/v1/rules", {"name": "x", "triggers": triggers, "actions": actions}, format="json"
+    )
+
+
+def test_a_foreign_or_unknown_id_is_a_400_naming_the_index_and_key(owner, outsider):
+    foreign_tag = TagFactory(license=outsider.license)
+    response = _post(
+        owner, [CREATED, {"type": "tagIDs", "op": "contains", "value": [str(foreign_tag.pk)]}], []
+    )
+    assert response.status_code == 400
+    assert response.json()["details"] == {
+        "triggers": {"1": {"value": [f"Tag '{foreign_tag.pk}' does not exist in this license."]}}
+    }
+    team = str(uuid.uuid4())
+    response = _post(
+        owner, [CREATED], [{"type": "setStatus", "value": "open"}, {"type": "assignTeam", "value": team}]
+    )
+    assert response.json()["details"] == {
+        "actions": {"1": {"value": [f"'{team}' does not exist in this license."]}}
+    }
+    response = _post(owner, [{"type": "hoursSince", "op": "gt", "value": 3, "field": "bornAt"}], [])
+    assert response.json()["details"] == {
+        "triggers": {"0": {"field": [response.json()["details"]["triggers"]["0"]["field"][0]]}}
+    }
+    assert "createdAt" in response.json()["details"]["triggers"]["0"]["field"][0]
+    assert not Rule.objects.exists()
+
+
+def test_an_action_rules_do_not_run_yet_is_refused_by_name(owner):
+    response = _post(
+        owner, [CREATED], [{"type": "setPriority", "value": 10}, {"type": "notifyAgents", "value": "team"}]
+    )
+    assert response.status_code == 400
+    assert response.json()["details"] == {
+        "actions": {"1": {"type": ["'notifyAgents' is not supported by rules yet."]}}
+    }
+    assert not Rule.objects.exists()
+
+
+# --- the rules at work ------------------------------------------------------------------------------------
+
+
+def _create_ticket(client, email="jane@vip.example"):
+    body = {
+        "subject": "Order 1234",
+        "requester": {"email": email},
+        "message": {"text": "Where is my parcel?"},
+    }
+    return client.post("/v1/tickets", body, format="json")
+
+
+def test_a_rule_acts_inside_the_write_and_the_response_shows_it(owner):
+    tag = TagFactory(license=owner.license, name="vip")
+    rule = _rule(
+        owner.license,
+        [CREATED, {"type": "requesterEmail", "op": "contains", "value": "@VIP.example"}],
+        [{"type": "setPriority", "value": 20}, {"type": "addTags", "value": [str(tag.pk)]}],
+        name="VIP",
+    )
+    # when a VIP writes in, and then someone else
+    body = _create_ticket(owner.client).json()
+    other = _create_ticket(owner.client, "joe@example.com").json()
+    # then the VIP's ticket is as the rule left it, in the response already
+    assert (body["priority"], body["tagIDs"]) == (20, [str(tag.pk)])
+    assert (other["priority"], other["tagIDs"]) == (0, [])
+    [event] = [e for e in body["events"] if e["type"] == "rule"]
+    assert event["rule"] == {"ruleID": str(rule.pk), "name": "VIP"}
+    assert event["author"]["type"] == "system"
+    rule.refresh_from_db()
+    assert rule.use_counter == 1
+    assert RuleFiring.objects.get(rule=rule).count == 1
+
+
+def test_later_rules_see_earlier_ones_changes_and_none_fires_twice(owner):
+    tag = TagFactory(license=owner.license)
+    # the second in ordering reacts to what the first does; the first would re-trigger itself, never does
+    first = _rule(
+        owner.license,
+        [{"type": "event", "op": "isNot", "value": "tagsChanged"}],
+        [{"type": "setPriority", "value": 10}],
+        ordering=1,
+        limit_per_ticket=5,
+    )
+    second = _rule(
+        owner.license,
+        [{"type": "event", "op": "is", "value": "priorityChanged"}],
+        [{"type": "addTags", "value": [str(tag.pk)]}],
+        ordering=2,
+    )
+    body = _create_ticket(owner.client).json()
+    assert (body["priority"], body["tagIDs"]) == (10, [str(tag.pk)])
+    fired = [e["rule"]["ruleID"] for e in body["events"] if e["type"] == "rule"]
+    assert fired == [str(first.pk), str(second.pk)]
+    # a later write: the first fires again (limit 5), the second reached its limit of 1
+    response = owner.client.patch(f"/v1/tickets/{body['ID']}", {"priority": 0}, format="json")
+    assert response.json()["priority"] == 10
+    assert [Rule.objects.get(pk=r.pk).use_counter for r in (first, second)] == [2, 1]
+
+
+def test_a_rule_whose_action_cannot_apply_is_skipped_and_the_write_succeeds(owner):
+    tag = TagFactory(license=owner.license)
+    rule = _rule(
+        owner.license,
+        [CREATED],
+        [{"type": "setPriority", "value": 20}, {"type": "addTags", "value": [str(tag.pk)]}],
+    )
+    tag.delete()
+    response = _create_ticket(owner.client)
+    assert response.status_code == 201
+    body = response.json()
+    assert body["priority"] == 0  # nothing of the rule applied
+    [event] = [e for e in body["events"] if e["type"] == "rule"]
+    assert event["rule"]["ruleID"] == str(rule.pk)
+    assert "no longer exists" in event["rule"]["skipped"]
+    assert Rule.objects.get(pk=rule.pk).use_counter == 0
+
+
+def test_rules_run_for_every_entrance_and_reach_webhooks(owner):
+    rule = _rule(
+        owner.license,
+        [{"type": "status", "op": "is", "value": "pending"}],
+        [{"type": "setPriority", "value": -10}],
+    )
+    Webhook.objects.create(
+        license=owner.license,
+        name="r",
+        url="https://hooks.example.com/",
+        event_type="tickets.events.rule",
+        secret="s" * 20,
+    )
+    # a service call (as admin, mail in and tasks make) rather than the API
+    ticket = TicketFactory(license=owner.license)
+    from tickets.services import ticket_update
+
+    ticket_update(ticket=ticket, status="pending")
+    assert Ticket.objects.get(pk=ticket.pk).priority == -10
+    event = TicketEvent.objects.get(ticket=ticket, type="rule")
+    assert (event.author_type, event.payload["ruleID"]) == ("system", str(rule.pk))
+    assert WebhookDelivery.objects.filter(event_type="tickets.events.rule").count() == 1
+
+
+def test_inactive_rules_and_other_licenses_rules_do_not_run(owner, outsider):
+    _rule(owner.license, [CREATED], [{"type": "setPriority", "value": 20}], active=False)
+    _rule(outsider.license, [CREATED], [{"type": "setPriority", "value": 20}])
+    assert _create_ticket(owner.client).json()["priority"] == 0
+
+
+# --- test endpoint -------------------------------------------------------------------------------------
+
+
+def test_testing_a_rule_says_what_it_would_change_and_writes_nothing(owner, agent):
+    team = TeamFactory(license=owner.license)
+    ticket = TicketFactory(license=owner.license, subject="Refund please")
+    rule = _rule(
+        owner.license,
+        [CREATED, {"type": "subject", "op": "contains", "value": "refund"}],
+        [{"type": "setStatus", "value": "pending"}, {"type": "assignTeam", "value": str(team.pk)}],
+    )
+    events = TicketEvent.objects.count()
+    response = agent.client.post(f"/v1/rules/{rule.pk}/test", {"ticketID": str(ticket.pk)}, format="json")
+    assert response.status_code == 200, response.content
+    assert response.json() == {
+        "fires": True,
+        "reason": "",
+        "changes": {"status": "pending", "assignment.teamID": str(team.pk)},
+    }
+    assert Ticket.objects.get(pk=ticket.pk).status == "open"
+    assert TicketEvent.objects.count() == events and not RuleFiring.objects.exists()
+    other = TicketFactory(license=owner.license, subject="Hello")
+    response = agent.client.post(f"/v1/rules/{rule.pk}/test", {"ticketID": str(other.pk)}, format="json")
+    assert response.json()["fires"] is False and "1" in response.json()["reason"]
+    missing = agent.client.post(f"/v1/rules/{rule.pk}/test", {"ticketID": str(uuid.uuid4())}, format="json")
+    assert missing.status_code == 404
