@@ -429,6 +429,13 @@ CELERY_BEAT_SCHEDULE["close-solved-tickets"] = {
     "options": {"expires": 3000},
 }
 
+# --- Time rules (hoursSince, tickets/rules/sweep.py): every minute, on the tickets whose time came since the last run.
+CELERY_BEAT_SCHEDULE["rules-time-sweep"] = {
+    "task": "tickets.tasks.run_time_rules",
+    "schedule": 60.0,
+    "options": {"expires": 55},
+}
+
 # --- OAuth 2.0 (django-oauth-toolkit): apps registered at /v1/apps, consent at /oauth/authorize.
 OAUTH_ACCESS_TOKEN_SECONDS = env_int("OAUTH_ACCESS_TOKEN_SECONDS", 3600)
 OAUTH_REFRESH_TOKEN_SECONDS = env_int("OAUTH_REFRESH_TOKEN_SECONDS", 30 * 24 * 3600)

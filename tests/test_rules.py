@@ -3,8 +3,10 @@ inside the write that triggered them (in ordering, chained, limited, recorded, s
 and the test endpoint that writes nothing."""
 
 import uuid
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from tests.factories import TagFactory, TeamFactory, TicketFactory
 from tests.resource_tests import Resource, ResourceTests
@@ -246,3 +248,76 @@ def test_testing_a_rule_says_what_it_would_change_and_writes_nothing(owner, agen
     assert response.json()["fires"] is False and "1" in response.json()["reason"]
     missing = agent.client.post(f"/v1/rules/{rule.pk}/test", {"ticketID": str(uuid.uuid4())}, format="json")
     assert missing.status_code == 404
+
+
+# --- time rules (the beat sweep) --------------------------------------------------------------------------
+
+
+def _hours_ago(hours, now):
+    return now - timedelta(hours=hours)
+
+
+def test_a_time_rule_fires_once_on_the_tickets_whose_time_has_come(owner):
+    from tickets.rules import sweep
+
+    now = timezone.now()
+    rule = _rule(
+        owner.license,
+        [
+            {"type": "hoursSince", "op": "gt", "value": 24, "field": "createdAt"},
+            {"type": "status", "op": "is", "value": "open"},
+        ],
+        [{"type": "setPriority", "value": 10}],
+    )
+    due = TicketFactory(license=owner.license, created_at=_hours_ago(30, now))
+    solved = TicketFactory(license=owner.license, created_at=_hours_ago(30, now), status="solved")
+    later = TicketFactory(license=owner.license, created_at=_hours_ago(2, now))
+    # when beat runs, twice
+    assert sweep.run_time_rules(now=now) == 1
+    assert sweep.run_time_rules(now=now + timedelta(minutes=1)) == 0
+    # then only the open ticket past 24 hours changed, once, as the system
+    priorities = dict(Ticket.objects.values_list("pk", "priority"))
+    assert (priorities[due.pk], priorities[solved.pk], priorities[later.pk]) == (10, 0, 0)
+    assert TicketEvent.objects.get(ticket=due, type="rule").author_type == "system"
+    # a day later the younger ticket's time has come
+    assert sweep.run_time_rules(now=now + timedelta(hours=23)) == 1
+    assert Rule.objects.get(pk=rule.pk).use_counter == 2
+
+
+def test_a_killed_sweep_changed_nothing_and_the_next_run_does_it(owner, monkeypatch):
+    from tickets.rules import engine, sweep
+
+    now = timezone.now()
+    _rule(
+        owner.license,
+        [{"type": "hoursSince", "op": "gt", "value": 1, "field": "createdAt"}],
+        [{"type": "setPriority", "value": 20}],
+    )
+    tickets = [TicketFactory(license=owner.license, created_at=_hours_ago(5, now)) for _ in range(3)]
+    real_fire, calls = engine.fire, []
+
+    def dies_on_the_second(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise SystemExit("killed")
+        return real_fire(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "fire", dies_on_the_second)
+    with pytest.raises(SystemExit):
+        sweep.run_time_rules(now=now)
+    assert set(Ticket.objects.filter(pk__in=[t.pk for t in tickets]).values_list("priority", flat=True)) == {
+        0
+    }
+    monkeypatch.setattr(engine, "fire", real_fire)
+    assert sweep.run_time_rules(now=now) == 3
+    assert RuleFiring.objects.count() == 3
+
+
+def test_a_time_rule_needs_an_hours_since_gt(owner):
+    response = _post(owner, [{"type": "hoursSince", "op": "lt", "value": 3, "field": "createdAt"}], [])
+    assert response.status_code == 400
+    assert list(response.json()["details"]["triggers"]["0"]) == ["op"]
+    response = _post(
+        owner, [{"type": "hoursSince", "op": "gt", "value": 3, "field": "createdAt"}, CREATED], []
+    )
+    assert list(response.json()["details"]["triggers"]["1"]) == ["type"]

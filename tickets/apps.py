@@ -52,7 +52,7 @@ def _register_parts():
     register(Tag, target="tags")
     register(CannedResponse, target="cannedResponses", m2m={"attachments": "attachments"})
     register(Macro, target="macros")
-    register(Rule, target="rules", exclude=("use_counter", "is_time_rule"))
+    register(Rule, target="rules", exclude=("use_counter", "is_time_rule", "swept_until"))
     # The secret is recorded only as changed; `status` (failing/active) is the deliveries' outcome, not a change.
     register(Webhook, target="webhooks", secrets=("secret",), exclude=("status",))
     outbox.register_resource(Agent, prefix="agents", serializer=AgentSerializer)

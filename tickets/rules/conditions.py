@@ -140,6 +140,12 @@ def validate(*, license: License, triggers) -> list[dict]:
         except _Bad as bad:
             raise _invalid(index, bad.key, bad.message) from None
     kinds = {c["type"] for c in normalized}
+    times = [c for c in normalized if c["type"] == "hoursSince"]
+    if times and not any(c["op"] == "gt" for c in times):
+        index = normalized.index(times[0])
+        raise _invalid(
+            index, "op", "A time rule needs an hoursSince condition with gt (when its time has come)."
+        )
     if "hoursSince" in kinds and "event" in kinds:
         index = next(i for i, c in enumerate(normalized) if c["type"] == "event")
         raise _invalid(index, "type", "A time rule (hoursSince) has no event condition: the sweep runs it.")

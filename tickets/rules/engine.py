@@ -106,7 +106,7 @@ def run_pass(ticket_id, rules: list[Rule], events: list, *, created: bool = Fals
         for rule in rules:
             if not matches(rule, facts):
                 continue
-            if _fire(rule, ticket, current, now):
+            if fire(rule, ticket, now, current):
                 fired.append(rule)
             ticket = Ticket.objects.select_related("license").get(pk=ticket_id)
             facts = Facts(ticket, current.events, created=created, now=now)
@@ -124,8 +124,11 @@ def _record(ticket: Ticket, rule: Rule, skipped: str = "") -> None:
     history.save()
 
 
-def _fire(rule: Rule, ticket: Ticket, current: _Pass, now) -> bool:
-    """Fire `rule` on the ticket unless it reached its limit there; True when it fired (not skipped)."""
+def fire(rule: Rule, ticket: Ticket, now, current: _Pass | None = None) -> bool:
+    """Fire `rule` on the ticket unless it reached its limit there; True when it fired (not skipped).
+
+    `current`: the pass this firing is part of (its events join it); None for the time sweep, whose changes then
+    run the event rules like any other write."""
     firing, _ = RuleFiring.objects.select_for_update().get_or_create(
         rule=rule, ticket_id=ticket.pk, defaults={"license_id": ticket.license_id}
     )
@@ -134,7 +137,7 @@ def _fire(rule: Rule, ticket: Ticket, current: _Pass, now) -> bool:
     firing.count += 1
     firing.last_fired_at = now
     firing.save(update_fields=["count", "last_fired_at"])
-    kept = len(current.events)
+    kept = len(current.events) if current is not None else 0
     with context.acting_as(context.SYSTEM):
         try:
             with unit_of_work():  # a savepoint: a rule that cannot apply rolls back alone
@@ -144,7 +147,8 @@ def _fire(rule: Rule, ticket: Ticket, current: _Pass, now) -> bool:
                 if changes:
                     ticket_update(ticket=locked, **changes)
         except DomainError as error:
-            del current.events[kept:]
+            if current is not None:
+                del current.events[kept:]
             _record(ticket, rule, skipped=error.message)
             return False
         _record(ticket, rule)

@@ -29,11 +29,14 @@ class Rule(LicenseOwned, Stamped):
     limit_per_ticket = models.PositiveIntegerField(default=1)
     # Derived at save from `triggers`: a rule with an hoursSince condition runs only in the time sweep.
     is_time_rule = models.BooleanField(default=False)
+    # A time rule's sweep (tickets.rules.sweep): the moment up to which its due tickets were handled.
+    swept_until = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         indexes = [
             models.Index(fields=["license", "created_at", "id"], name="rule_license_created"),
             models.Index(fields=["license", "active", "ordering"], name="rule_license_active"),
+            models.Index(fields=["is_time_rule", "active"], name="rule_time_active"),
         ]
 
     def __str__(self):
