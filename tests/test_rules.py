@@ -6,6 +6,8 @@ import uuid
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from tests.factories import TagFactory, TeamFactory, TicketFactory
@@ -321,3 +323,39 @@ def test_a_time_rule_needs_an_hours_since_gt(owner):
         owner, [{"type": "hoursSince", "op": "gt", "value": 3, "field": "createdAt"}, CREATED], []
     )
     assert list(response.json()["details"]["triggers"]["1"]) == ["type"]
+
+
+# --- cost -------------------------------------------------------------------------------------------------
+
+
+def _idle_rules(license, count, tag):
+    # rules that read the ticket, its tags and the write's events, and do not match
+    for n in range(count):
+        _rule(
+            license,
+            [
+                {"type": "event", "op": "is", "value": "statusChanged"},
+                {"type": "tagIDs", "op": "contains", "value": [str(tag.pk)]},
+                {"type": "subject", "op": "contains", "value": f"nothing like {n}"},
+            ],
+            [{"type": "setPriority", "value": 20}],
+            ordering=n,
+        )
+
+
+@pytest.mark.parametrize("count", [20, 200])
+def test_a_writes_statements_do_not_grow_with_the_rules(owner, count):
+    tag = TagFactory(license=owner.license)
+    ticket = TicketFactory(license=owner.license)
+
+    def statements(status):
+        with CaptureQueriesContext(connection) as queries:
+            response = owner.client.patch(f"/v1/tickets/{ticket.pk}", {"status": status}, format="json")
+        assert response.status_code == 200
+        return len(queries)
+
+    statements("pending")  # warm
+    without = statements("open")
+    _idle_rules(owner.license, count, tag)
+    # the rules' list, then the ticket and its tags read once for all of them
+    assert statements("pending") == without + 2

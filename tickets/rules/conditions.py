@@ -198,6 +198,9 @@ class Facts:
         return self._cache[key]
 
     def event_kinds(self) -> set[str]:
+        return self._once("events", self._event_kinds)
+
+    def _event_kinds(self) -> set[str]:
         kinds = {"created"} if self.created else set()
         simple = {"status": "statusChanged", "priority": "priorityChanged", "assignment": "assignmentChanged"}
         for event in self.events:
