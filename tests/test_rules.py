@@ -359,3 +359,34 @@ def test_a_writes_statements_do_not_grow_with_the_rules(owner, count):
     _idle_rules(owner.license, count, tag)
     # the rules' list, then the ticket and its tags read once for all of them
     assert statements("pending") == without + 2
+
+
+def test_a_rules_message_goes_to_the_requester_through_mail_out(owner):
+    from templates_app.models import OutboundMessage
+
+    _rule(
+        owner.license,
+        [CREATED],
+        [
+            {
+                "type": "sendMessage",
+                "value": {"text": "Hello {{requester.name}}, #{{ticket.shortID}} is ours."},
+            }
+        ],
+    )
+    body = owner.client.post(
+        "/v1/tickets",
+        {
+            "subject": "Hi",
+            "requester": {"email": "ann@example.com", "name": "Ann"},
+            "message": {"text": "Help"},
+        },
+        format="json",
+    ).json()
+    sent = OutboundMessage.objects.get(ticket_id=body["ID"], text__startswith="Hello")
+    assert (sent.kind, sent.to) == (OutboundMessage.KIND_REPLY, "ann@example.com")
+    assert sent.text.startswith(f"Hello Ann, #{body['shortID']} is ours.")
+    messages = [e for e in body["events"] if e["type"] == "message"]
+    assert messages[-1]["author"]["type"] == "system" or messages[-1]["message"]["text"].startswith(
+        "Hello Ann"
+    )
