@@ -390,3 +390,48 @@ def test_a_rules_message_goes_to_the_requester_through_mail_out(owner):
     assert messages[-1]["author"]["type"] == "system" or messages[-1]["message"]["text"].startswith(
         "Hello Ann"
     )
+
+
+def test_a_write_that_rolls_back_takes_the_rules_changes_with_it(owner):
+    from helpdesk.transactions import unit_of_work
+    from tickets.services import ticket_update
+
+    rule = _rule(
+        owner.license,
+        [{"type": "status", "op": "is", "value": "pending"}],
+        [{"type": "setPriority", "value": 20}],
+    )
+    ticket = TicketFactory(license=owner.license)
+    # when the write's unit of work fails after the rules ran (at its end, before the commit)
+    with pytest.raises(RuntimeError), unit_of_work():
+        ticket_update(ticket=ticket, status="pending")
+
+        def fail():
+            raise RuntimeError("the write fails")
+
+        from helpdesk.transactions import before_commit
+
+        before_commit(fail, last=True)
+    # then neither the write nor the rule's change nor its record is there
+    assert Ticket.objects.values_list("status", "priority").get(pk=ticket.pk) == ("open", 0)
+    assert not RuleFiring.objects.exists() and not TicketEvent.objects.filter(type="rule").exists()
+    assert Rule.objects.get(pk=rule.pk).use_counter == 0
+
+
+def test_applying_a_macro_runs_the_rules(owner):
+    from tickets.macros.services import macro_create
+
+    _rule(
+        owner.license,
+        [{"type": "event", "op": "is", "value": "statusChanged"}],
+        [{"type": "setPriority", "value": 10}],
+    )
+    macro = macro_create(
+        license=owner.license,
+        name="m",
+        visibility="shared",
+        actions=[{"type": "setStatus", "value": "pending"}],
+    )
+    ticket = TicketFactory(license=owner.license)
+    body = owner.client.post(f"/v1/tickets/{ticket.pk}/macros/{macro.pk}").json()
+    assert (body["status"], body["priority"]) == ("pending", 10)
