@@ -435,3 +435,15 @@ def test_applying_a_macro_runs_the_rules(owner):
     ticket = TicketFactory(license=owner.license)
     body = owner.client.post(f"/v1/tickets/{ticket.pk}/macros/{macro.pk}").json()
     assert (body["status"], body["priority"]) == ("pending", 10)
+
+
+def test_a_purged_tickets_firing_rows_go_with_it(owner):
+    from tests.purge_helpers import make_ticket
+    from tickets import purge
+
+    rule = _rule(owner.license, [CREATED], [])
+    ticket = make_ticket(owner.license, silo="spam", updated_at=timezone.now() - timedelta(days=61))
+    RuleFiring.objects.create(license=owner.license, rule=rule, ticket=ticket, count=1)
+    purge.purge_expired()
+    assert not Ticket.objects.filter(pk=ticket.pk).exists()
+    assert not RuleFiring.objects.exists()
