@@ -391,6 +391,7 @@ SPECTACULAR_SETTINGS = {
         "CreatedByTypeEnum": "accounts.models.CREATED_BY_TYPES",
         "TicketStatusEnum": "tickets.models.STATUSES",
         "TemplateTypeEnum": ["html", "visual"],
+        "RuleTypeEnum": "tickets.rules.models.TYPES",
     },
     "SCHEMA_PATH_PREFIX": r"/v1",
     "POSTPROCESSING_HOOKS": [
@@ -468,6 +469,13 @@ CELERY_BEAT_SCHEDULE["close-solved-tickets"] = {
     "task": "tickets.tasks.close_solved_tickets",
     "schedule": crontab(minute=47),
     "options": {"expires": 3000},
+}
+
+# --- Time rules (hoursSince, tickets/rules/sweep.py): every minute, on the tickets whose time came since the last run.
+CELERY_BEAT_SCHEDULE["rules-time-sweep"] = {
+    "task": "tickets.tasks.run_time_rules",
+    "schedule": 60.0,
+    "options": {"expires": 55},
 }
 
 # --- OAuth 2.0 (django-oauth-toolkit): apps registered at /v1/apps, consent at /oauth/authorize.

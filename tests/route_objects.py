@@ -54,6 +54,12 @@ def _macro_pk(license):
     return macro_create(license=license, name="macro", visibility="shared", actions=[]).pk
 
 
+def _rule_pk(license):
+    from tickets.rules.services import rule_create
+
+    return rule_create(license=license, name="rule", triggers=[], actions=[]).pk
+
+
 def _app_pk(license):
     from tests.oauth_helpers import make_app
 
@@ -74,6 +80,7 @@ ROUTE_OBJECTS = {
     "tag": lambda license: TagFactory(license=license).pk,
     "cannedresponse": _canned_response_pk,
     "macro": _macro_pk,
+    "rule": _rule_pk,
     "transaction": _transaction_pk,
     "template": lambda license: TemplateFactory(license=license).pk,
     "subscription": lambda license: SubscriptionFactory(license=license).pk,

@@ -60,6 +60,7 @@ COVERED = {
     ): "not audited: a new invitation link and e-mail; the agent does not change",
     ("v1/licenses/<pk>/forwardingInstructions", "post"): "not audited: sends an e-mail, changes nothing",
     ("v1/templates/preview", "post"): "not audited: renders, writes nothing",
+    ("v1/rules/<pk>/test", "post"): "not audited: evaluates a rule on a ticket, writes nothing",
     ("v1/templates/sendTestMessage", "post"): "not audited: queues a test e-mail, changes no template",
     (
         "v1/subscriptions",

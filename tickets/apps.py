@@ -15,11 +15,22 @@ class TicketsConfig(AppConfig):
         from tickets.webhooks import outbox
 
         events_recorded.connect(outbox.on_events_recorded, dispatch_uid="tickets.webhooks.events")
+        _connect_rules()
         changes_recorded.connect(outbox.on_changes_recorded, dispatch_uid="tickets.webhooks.changes")
         agent_leaving.connect(on_agent_leaving, dispatch_uid="tickets.autoassign.agent_leaving")
         wiring.connect()  # the totals see every change of tickets (before the lock below)
         _lock_before_cascades()
         _register_parts()
+
+
+def _connect_rules():
+    """Rules run in the transaction of every ticket write (its recorded events); their firing rows go with a
+    purged ticket."""
+    from tickets.rules import engine, purge
+    from tickets.signals import events_recorded, tickets_purging
+
+    events_recorded.connect(engine.on_events_recorded, dispatch_uid="tickets.rules.events")
+    tickets_purging.connect(purge.on_tickets_purging, dispatch_uid="tickets.rules.purge")
 
 
 def _register_parts():
@@ -34,12 +45,14 @@ def _register_parts():
     from tickets.canned_responses.models import CannedResponse
     from tickets.macros.models import Macro
     from tickets.models import Tag
+    from tickets.rules.models import Rule
     from tickets.webhooks import outbox
     from tickets.webhooks.models import Webhook
 
     register(Tag, target="tags")
     register(CannedResponse, target="cannedResponses", m2m={"attachments": "attachments"})
     register(Macro, target="macros")
+    register(Rule, target="rules", exclude=("use_counter", "is_time_rule", "swept_until"))
     # The secret is recorded only as changed; `status` (failing/active) is the deliveries' outcome, not a change.
     register(Webhook, target="webhooks", secrets=("secret",), exclude=("status",))
     outbox.register_resource(Agent, prefix="agents", serializer=AgentSerializer)

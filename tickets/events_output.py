@@ -55,6 +55,14 @@ class _MergeDoc(serializers.Serializer):
     childTicketID = serializers.UUIDField()
 
 
+class _RuleDoc(serializers.Serializer):
+    ruleID = serializers.UUIDField()
+    name = serializers.CharField()
+    skipped = serializers.CharField(
+        required=False, help_text="Present when the rule's actions could not apply: why (nothing changed)."
+    )
+
+
 def _payload(schema) -> Column:
     return Column("payload_json", schema, "json_object")
 
@@ -126,6 +134,7 @@ BY_TYPE = {
     "merge": {"merge": _payload(_MergeDoc)},
     "unmerge": {"unmerge": _payload(_MergeDoc)},  # a merge undone (DELETE .../childTickets/{childID})
     "rating": {"rating": _payload(document.RATING.serializer())},
+    "rule": {"rule": _payload(_RuleDoc)},
 }
 
 

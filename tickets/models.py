@@ -230,6 +230,7 @@ class Message(LicenseOwned):
 EVENT_TYPES = [
     "message", "status", "priority", "assignment", "silo", "tags", "followers", "teams", "merge", "rating",
     "unmerge",
+    "rule",
 ]  # fmt: skip
 SOURCE_TYPES = ["api", "email", "admin", "system"]
 
@@ -286,4 +287,5 @@ class TicketEvent(LicenseOwned):
 from tickets.canned_responses.models import CannedResponse  # noqa: E402, F401
 from tickets.macros.models import Macro  # noqa: E402, F401
 from tickets.models_purge import PurgedFile, PurgeRun  # noqa: E402, F401
+from tickets.rules.models import Rule, RuleFiring  # noqa: E402, F401
 from tickets.webhooks.models import Webhook, WebhookDelivery  # noqa: E402, F401

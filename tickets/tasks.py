@@ -36,3 +36,11 @@ def close_solved_tickets() -> int:
 
     with acting_as(Actor(type=SCHEDULED_TASK)):
         return auto_close.close_solved()
+
+
+@shared_task(ignore_result=True)
+def run_time_rules() -> int:
+    """Beat, every minute: the time rules (hoursSince) on the tickets whose time has come."""
+    from tickets.rules import sweep
+
+    return sweep.run_time_rules()

@@ -27,6 +27,7 @@ RESOURCES = {
     "webhooks": "webhooks",
     "cannedResponses": "canned responses",
     "macros": "macros",
+    "rules": "rules",
 }
 # The first segment of an API path -> the resource whose scope covers it.
 PATH_RESOURCES = {

@@ -4,6 +4,7 @@ from helpdesk.api.routers import ApiRouter
 from tickets.api.views import TagViewSet, TicketViewSet, TransactionViewSet
 from tickets.canned_responses.api import CannedResponseViewSet
 from tickets.macros.api import MacroApplicationViewSet, MacroViewSet
+from tickets.rules.api import RuleViewSet
 from tickets.webhooks.api import WebhookViewSet
 
 router = ApiRouter()
@@ -13,6 +14,7 @@ router.register("transactions", TransactionViewSet, basename="transaction")
 router.register("webhooks", WebhookViewSet, basename="webhook")
 router.register("cannedResponses", CannedResponseViewSet, basename="cannedresponse")
 router.register("macros", MacroViewSet, basename="macro")
+router.register("rules", RuleViewSet, basename="rule")
 urlpatterns = [
     *router.urls,
     re_path(

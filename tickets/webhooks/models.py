@@ -11,6 +11,7 @@ EVENT_TYPES = [
     "tickets.create", "tickets.update", "tickets.statusChange",
     "tickets.events.status", "tickets.events.priority", "tickets.events.message", "tickets.events.tags",
     "tickets.events.followers", "tickets.events.assignment",
+    "tickets.events.rule",
     "agents.create", "agents.update", "agents.delete",
     "teams.create", "teams.update", "teams.delete",
     "subscriptions.create", "subscriptions.update", "subscriptions.delete",
