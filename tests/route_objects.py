@@ -42,6 +42,12 @@ def _webhook_pk(license):
     ).pk
 
 
+def _view_pk(license):
+    from tickets.saved_views.models import View
+
+    return View.objects.create(license=license, name="Open tickets").pk
+
+
 def _app_pk(license):
     from tests.oauth_helpers import make_app
 
@@ -65,6 +71,7 @@ ROUTE_OBJECTS = {
     "subscription": lambda license: SubscriptionFactory(license=license).pk,
     "reply-address": _reply_address_pk,
     "webhook": _webhook_pk,
+    "view": _view_pk,
     "app": _app_pk,
     "app-grant": _grant_pk,
 }

@@ -32,12 +32,14 @@ def _register_parts():
     from helpdesk.api.schema import register_parameters
     from tickets.api.schema import parameter_schemas
     from tickets.models import Tag
+    from tickets.saved_views.models import View
     from tickets.webhooks import outbox
     from tickets.webhooks.models import Webhook
 
     register(Tag, target="tags")
     # The secret is recorded only as changed; `status` (failing/active) is the deliveries' outcome, not a change.
     register(Webhook, target="webhooks", secrets=("secret",), exclude=("status",))
+    register(View, target="views")
     outbox.register_resource(Agent, prefix="agents", serializer=AgentSerializer)
     outbox.register_resource(Team, prefix="teams", serializer=TeamSerializer)
     register_parameters(parameter_schemas)
