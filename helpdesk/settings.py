@@ -349,6 +349,7 @@ SPECTACULAR_SETTINGS = {
         "CreatedByTypeEnum": "accounts.models.CREATED_BY_TYPES",
         "TicketStatusEnum": "tickets.models.STATUSES",
         "TemplateTypeEnum": ["html", "visual"],
+        "CustomFieldStatusEnum": ["active", "deactivated"],
     },
     "SCHEMA_PATH_PREFIX": r"/v1",
     "POSTPROCESSING_HOOKS": [

@@ -6,6 +6,7 @@ Every registered API route with a `{pk}` must have an entry here (keyed by the r
 
 from tests.factories import (
     AgentFactory,
+    CustomFieldFactory,
     SubscriptionFactory,
     TagFactory,
     TeamFactory,
@@ -72,6 +73,7 @@ ROUTE_OBJECTS = {
     "reply-address": _reply_address_pk,
     "webhook": _webhook_pk,
     "view": _view_pk,
+    "custom-field": lambda license: CustomFieldFactory(license=license).pk,
     "app": _app_pk,
     "app-grant": _grant_pk,
 }

@@ -108,7 +108,7 @@ def test_a_process_that_never_served_a_request_still_knows_the_resources(tmp_pat
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     # then it loads them (the webhook outbox asks this inside a worker's write)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "['apps', 'replyAddresses', 'tags', 'views', 'webhooks']"
+    assert out.stdout.strip() == "['apps', 'customFields', 'replyAddresses', 'tags', 'views', 'webhooks']"
 
 
 class TestPagedTagResource(tag_tests.TestTagResource):

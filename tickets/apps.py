@@ -31,6 +31,7 @@ def _register_parts():
     from audit.registry import register
     from helpdesk.api.schema import register_parameters
     from tickets.api.schema import parameter_schemas
+    from tickets.custom_fields.models import CustomField
     from tickets.models import Tag
     from tickets.saved_views.models import View
     from tickets.webhooks import outbox
@@ -40,6 +41,7 @@ def _register_parts():
     # The secret is recorded only as changed; `status` (failing/active) is the deliveries' outcome, not a change.
     register(Webhook, target="webhooks", secrets=("secret",), exclude=("status",))
     register(View, target="views")
+    register(CustomField, target="customFields", m2m={"teams": "teamIDs"})
     outbox.register_resource(Agent, prefix="agents", serializer=AgentSerializer)
     outbox.register_resource(Team, prefix="teams", serializer=TeamSerializer)
     register_parameters(parameter_schemas)

@@ -26,6 +26,7 @@ RESOURCES = {
     "auditLog": "the audit log",
     "webhooks": "webhooks",
     "views": "saved ticket views",
+    "customFields": "custom field definitions",
 }
 # The first segment of an API path -> the resource whose scope covers it.
 PATH_RESOURCES = {
