@@ -28,7 +28,7 @@ from tqdm import tqdm
 
 from accounts import services as account_services
 from accounts.models import ROLE_NORMAL, ROLE_OWNER, Account, Agent, License, Team
-from tickets.models import Tag, Ticket
+from tickets.models import CustomField, Tag, Ticket
 from tickets.search import search_vector_sql
 
 TABLES = [
@@ -228,6 +228,13 @@ class Command(BaseCommand):
                 )
                 tags = Tag.objects.bulk_create(
                     [Tag(license=license, name=f"tag{i}") for i in range(min(10 + 5 * scale, 100))]
+                )
+                # the custom fields the tickets carry (every ticket write checks its values against them)
+                CustomField.objects.bulk_create(
+                    [
+                        CustomField(license=license, api_key=key, display_name=key, type="singleLine")
+                        for key in ("orderNo", "plan", "region")
+                    ]
                 )
                 owner = next(a for a in agents if ROLE_OWNER in a.roles)
                 _, token = account_services.token_issue(account=owner.account, name="bench")
