@@ -186,3 +186,36 @@ def test_the_migration_defines_the_keys_tickets_already_hold(owner, outsider):
     ticket = Ticket.objects.filter(license=owner.license, custom_fields__has_key="orderNo").get()
     response = _patch(owner, ticket, {"orderNo": 12, "plan": "enterprise"})
     assert response.json()["customFields"] == {"orderNo": 12, "plan": "enterprise"}
+
+
+def test_the_admins_ticket_form_is_checked_like_the_api(superuser, license):
+    from tests.admin_helpers import error_text, form_data
+
+    CustomFieldFactory(license=license, api_key="amount", type="number")
+    ticket = TicketFactory(license=license)
+    url = f"/admin/tickets/ticket/{ticket.pk}/change/"
+    refused = superuser.post(url, form_data(superuser.get(url)) | {"custom_fields": '{"amount": "lots"}'})
+    assert refused.status_code == 200 and "customFields.amount" in error_text(refused)
+    ticket.refresh_from_db()
+    assert ticket.custom_fields == {}
+    accepted = superuser.post(url, form_data(superuser.get(url)) | {"custom_fields": '{"amount": 12}'})
+    assert accepted.status_code == 302
+    ticket.refresh_from_db()
+    assert ticket.custom_fields == {"amount": 12}
+
+
+def test_the_admin_defines_a_field_through_the_service(superuser, license):
+    response = superuser.post(
+        "/admin/tickets/customfield/add/",
+        {"license": license.pk, "api_key": "bad key", "display_name": "x", "type": "singleLine",
+         "role_level": "normal", "status": "active", "options": "[]"},
+    )  # fmt: skip
+    assert response.status_code == 200  # refused by the service, shown on the form
+    assert not CustomField.objects.exists()
+    response = superuser.post(
+        "/admin/tickets/customfield/add/",
+        {"license": license.pk, "api_key": "plan", "display_name": "Plan", "type": "dropdown",
+         "role_level": "normal", "status": "active", "options": '["basic", "pro"]'},
+    )  # fmt: skip
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    assert CustomField.objects.get(license=license).options == ["basic", "pro"]

@@ -174,3 +174,22 @@ def test_a_view_whose_team_was_deleted_matches_nothing(owner):
     assert owner.client.get("/v1/views/counts").json() == [{"ID": view_id, "count": 0}]
     listed = owner.client.get(f"/v1/views/{view_id}/tickets")
     assert (listed.status_code, listed.json(), listed["X-Total-Results"]) == (200, [], "0")
+
+
+def test_the_admin_saves_shared_views_through_the_service_and_hides_private_ones(staff_owner, agent):
+    private = View.objects.create(license=agent.license, agent=agent.agent, name="Mine")
+    refused = staff_owner.post(
+        "/admin/tickets/view/add/",
+        {"license": agent.license.pk, "name": "Bad", "filters": '{"colour": "red"}', "ordering": "0"},
+    )
+    assert refused.status_code == 200 and not View.objects.filter(name="Bad").exists()
+    saved = staff_owner.post(
+        "/admin/tickets/view/add/",
+        {"license": agent.license.pk, "name": "Urgent", "filters": '{"priority": "20"}', "ordering": "0"},
+    )
+    assert saved.status_code == 302, saved.context["adminform"].form.errors
+    assert View.objects.get(name="Urgent").agent is None
+    # an owner sees the shared views here, never an agent's private one
+    listed = staff_owner.get("/admin/tickets/view/")
+    assert [v.name for v in listed.context["cl"].result_list] == ["Urgent"]
+    assert staff_owner.get(f"/admin/tickets/view/{private.pk}/change/").status_code in (302, 404)
