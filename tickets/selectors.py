@@ -67,6 +67,11 @@ def ticket_count(license: License, filterset: TicketFilterSet) -> int:
     return totals.exact_count(filterset.count_queryset(filterset.qs), license)
 
 
+def ticket_counts(license: License, filtersets) -> list[int]:
+    """`ticket_count` of each filter set, the cached ones read in one cache round trip (the views' counts)."""
+    return totals.exact_counts([f.count_queryset(f.qs) for f in filtersets], license)
+
+
 def ticket_search(license: License, params: QueryDict, *, check_ids: bool = True) -> TicketSearch:
     """Search the license's tickets with the query parameters `params` (the contract's, see tickets.filters and
     helpdesk.api.pagination); a ValidationError (400) names the first invalid parameter."""
