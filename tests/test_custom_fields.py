@@ -188,18 +188,32 @@ def test_the_migration_defines_the_keys_tickets_already_hold(owner, outsider):
     assert response.json()["customFields"] == {"orderNo": 12, "plan": "enterprise"}
 
 
-def test_the_admins_ticket_form_is_checked_like_the_api(superuser, license):
+def test_the_admins_ticket_form_shows_typed_inputs_and_is_checked_like_the_api(superuser, license):
     from tests.admin_helpers import error_text, form_data
 
-    CustomFieldFactory(license=license, api_key="amount", type="number")
+    CustomFieldFactory(license=license, api_key="amount", type="number", display_name="Amount")
+    CustomFieldFactory(license=license, api_key="due", type="date")
     ticket = TicketFactory(license=license)
     url = f"/admin/tickets/ticket/{ticket.pk}/change/"
-    refused = superuser.post(url, form_data(superuser.get(url)) | {"custom_fields": '{"amount": "lots"}'})
-    assert refused.status_code == 200 and "customFields.amount" in error_text(refused)
+    page = superuser.get(url)
+    assert b'name="customField__amount"' in page.content and b'type="date"' in page.content
+    # a key no field defines (typed into the JSON) is refused by the service, naming it
+    refused = superuser.post(url, form_data(page) | {"custom_fields": '{"nope": 1}'})
+    assert refused.status_code == 200 and "customFields.nope" in error_text(refused)
     ticket.refresh_from_db()
     assert ticket.custom_fields == {}
-    accepted = superuser.post(url, form_data(superuser.get(url)) | {"custom_fields": '{"amount": 12}'})
-    assert accepted.status_code == 302
+    # the typed inputs write typed values
+    accepted = superuser.post(
+        url, form_data(superuser.get(url)) | {"customField__amount": "12", "customField__due": "2026-05-01"}
+    )
+    assert accepted.status_code == 302, error_text(accepted)
+    ticket.refresh_from_db()
+    assert ticket.custom_fields == {"amount": 12, "due": "2026-05-01"}
+    # saved again unchanged, nothing changes; an emptied input removes the value
+    assert superuser.post(url, form_data(superuser.get(url))).status_code == 302
+    ticket.refresh_from_db()
+    assert ticket.custom_fields == {"amount": 12, "due": "2026-05-01"}
+    superuser.post(url, form_data(superuser.get(url)) | {"customField__due": ""})
     ticket.refresh_from_db()
     assert ticket.custom_fields == {"amount": 12}
 
