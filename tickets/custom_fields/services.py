@@ -60,7 +60,7 @@ def custom_field_create(
     License.objects.select_for_update().filter(pk=license.pk).first()  # one creation at a time counts
     existing = CustomField.objects.for_license(license)
     if existing.filter(api_key=api_key).exists():
-        raise field_error("apiKey", f"A custom field with apiKey '{api_key}' already exists.", code="unique")
+        raise field_error("apiKey", f"A custom field with apiKey '{api_key}' already exists in this license.", code="unique")
     if existing.count() >= MAX_FIELDS:
         raise Conflict(
             f"The limit of {MAX_FIELDS} custom fields per license is reached: deactivate or delete one first.",
