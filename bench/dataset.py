@@ -40,7 +40,7 @@ from django.db import connection, transaction  # noqa: E402
 
 from accounts import services as account_services  # noqa: E402
 from accounts.models import ROLE_NORMAL, ROLE_OWNER, Account, Agent, License, Team  # noqa: E402
-from tickets.models import Tag, Ticket  # noqa: E402
+from tickets.models import CustomField, Tag, Ticket  # noqa: E402
 from tickets.search import search_vector_sql  # noqa: E402
 
 TABLES = [
@@ -245,6 +245,13 @@ class Generator:
                 )
                 tags = Tag.objects.bulk_create(
                     [Tag(license=license, name=f"tag{i}") for i in range(min(10 + 5 * scale, 100))]
+                )
+                # the custom fields the tickets carry (every ticket write checks its values against them)
+                CustomField.objects.bulk_create(
+                    [
+                        CustomField(license=license, api_key=key, display_name=key, type="singleLine")
+                        for key in ("orderNo", "plan", "region")
+                    ]
                 )
                 owner = next(a for a in agents if ROLE_OWNER in a.roles)
                 _, token = account_services.token_issue(account=owner.account, name="bench")

@@ -392,6 +392,7 @@ SPECTACULAR_SETTINGS = {
         "TicketStatusEnum": "tickets.models.STATUSES",
         "TemplateTypeEnum": ["html", "visual"],
         "RuleTypeEnum": "tickets.rules.models.TYPES",
+        "CustomFieldStatusEnum": ["active", "deactivated"],
     },
     "SCHEMA_PATH_PREFIX": r"/v1",
     "POSTPROCESSING_HOOKS": [

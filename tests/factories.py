@@ -161,3 +161,21 @@ class SubscriptionFactory(factory.django.DjangoModelFactory):
     current_period_ends_at = factory.LazyAttribute(
         lambda o: o.current_period_started_at + datetime.timedelta(days=30 * o.period_months)
     )
+
+
+class CustomFieldFactory(factory.django.DjangoModelFactory):
+    """A custom field definition (singleLine unless told), its teams given as `teams=[...]`."""
+
+    class Meta:
+        model = "tickets.CustomField"
+        skip_postgeneration_save = True
+
+    license = factory.SubFactory(LicenseFactory)
+    api_key = factory.Sequence(lambda n: f"field{n}")
+    display_name = factory.LazyAttribute(lambda o: o.api_key)
+    type = "singleLine"
+
+    @factory.post_generation
+    def teams(self, create, teams, **kwargs):
+        if create and teams:
+            self.teams.set(teams)

@@ -6,6 +6,7 @@ Every registered API route with a `{pk}` must have an entry here (keyed by the r
 
 from tests.factories import (
     AgentFactory,
+    CustomFieldFactory,
     SubscriptionFactory,
     TagFactory,
     TeamFactory,
@@ -60,6 +61,12 @@ def _rule_pk(license):
     return rule_create(license=license, name="rule", triggers=[], actions=[]).pk
 
 
+def _view_pk(license):
+    from tickets.saved_views.models import View
+
+    return View.objects.create(license=license, name="Open tickets").pk
+
+
 def _app_pk(license):
     from tests.oauth_helpers import make_app
 
@@ -86,6 +93,8 @@ ROUTE_OBJECTS = {
     "subscription": lambda license: SubscriptionFactory(license=license).pk,
     "reply-address": _reply_address_pk,
     "webhook": _webhook_pk,
+    "view": _view_pk,
+    "custom-field": lambda license: CustomFieldFactory(license=license).pk,
     "app": _app_pk,
     "app-grant": _grant_pk,
 }

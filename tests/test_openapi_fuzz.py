@@ -22,6 +22,8 @@ _NOT_IN_THIS_LICENSE = re.compile(
     # 3.0 cannot state or its tools ignore: a cursor's two halves, a client's private message, appearance keys.
     r"|^Required together with|^A client's message cannot be private|^Keys are letters, digits"
     r"|^Unknown parameter\. Use 'customFields\.<apiKey>|^A request may carry a next cursor or a prev cursor"
+    # a custom field's options go with its type (a dropdown's, and only a dropdown's)
+    r"|^Only a dropdown field has options|^A dropdown field needs at least one option|^Options must be unique"
     # A webhook URL's host is resolved when it is saved: a name that does not resolve, or resolves to a
     # private address, is refused (the request-forgery guard) whatever its form.
     r"|could not be resolved|webhooks only call public addresses"

@@ -108,9 +108,18 @@ def test_a_process_that_never_served_a_request_still_knows_the_resources(tmp_pat
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     # then it loads them (the webhook outbox asks this inside a worker's write)
     assert out.returncode == 0, out.stderr
-    assert (
-        out.stdout.strip()
-        == "['apps', 'cannedResponses', 'macros', 'replyAddresses', 'rules', 'tags', 'webhooks']"
+    assert out.stdout.strip() == str(
+        [
+            "apps",
+            "cannedResponses",
+            "customFields",
+            "macros",
+            "replyAddresses",
+            "rules",
+            "tags",
+            "views",
+            "webhooks",
+        ]
     )
 
 

@@ -7,7 +7,7 @@ import pytest
 import time_machine
 
 from accounts.models import License
-from tests.factories import AgentFactory, TagFactory, TeamFactory, TicketFactory
+from tests.factories import AgentFactory, CustomFieldFactory, TagFactory, TeamFactory, TicketFactory
 from tickets.models import Message, Ticket
 
 TICKET_KEYS = [
@@ -66,6 +66,7 @@ def test_it_creates_with_every_optional_field(owner):
     team = TeamFactory(license=owner.license)
     tag = TagFactory(license=owner.license)
     helper = AgentFactory(license=owner.license)
+    CustomFieldFactory(license=owner.license, api_key="orderNo")
     # when
     response = owner.client.post(
         "/v1/tickets",

@@ -43,9 +43,11 @@ def _register_parts():
     from helpdesk.api.schema import register_parameters
     from tickets.api.schema import parameter_schemas
     from tickets.canned_responses.models import CannedResponse
+    from tickets.custom_fields.models import CustomField
     from tickets.macros.models import Macro
     from tickets.models import Tag
     from tickets.rules.models import Rule
+    from tickets.saved_views.models import View
     from tickets.webhooks import outbox
     from tickets.webhooks.models import Webhook
 
@@ -55,6 +57,8 @@ def _register_parts():
     register(Rule, target="rules", exclude=("use_counter", "is_time_rule", "swept_until"))
     # The secret is recorded only as changed; `status` (failing/active) is the deliveries' outcome, not a change.
     register(Webhook, target="webhooks", secrets=("secret",), exclude=("status",))
+    register(View, target="views")
+    register(CustomField, target="customFields", m2m={"teams": "teamIDs"})
     outbox.register_resource(Agent, prefix="agents", serializer=AgentSerializer)
     outbox.register_resource(Team, prefix="teams", serializer=TeamSerializer)
     register_parameters(parameter_schemas)

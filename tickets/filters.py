@@ -10,20 +10,26 @@ parameter (the form's errors, raised by DjangoFilterBackend). Absent parameters 
 from __future__ import annotations
 
 import copy
+import datetime
+import math
 import re
 import uuid
 
 import django_filters
 from django import forms
 from django.db.models import BooleanField, Expression, Q
+from django.utils import timezone as dj_timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
+from rest_framework.exceptions import ValidationError
 
 from accounts.models import Agent, Team
+from helpdesk.api import relative_dates
 from helpdesk.api.filtersets import StrictFilterSet
 from helpdesk.api.forms import shared_fields
 from helpdesk.api.relative_dates import RelativeDateRange, TimezoneFilter
 from tickets import search
+from tickets.custom_fields.models import CustomField
 from tickets.models import PRIORITIES, SILOS, STATUSES, Tag, Ticket, TicketTeam
 
 NONE = "none"
@@ -144,15 +150,43 @@ class CustomFieldsWidget(forms.Widget):
         return pairs or None
 
 
+RANGE_SUFFIXES = (".from", ".to")
+
+
 class CustomFieldsParam(forms.Field):
+    """(apiKey, suffix, value) triples: `customFields.<apiKey>` exact (suffix ""), `.from` / `.to` a range."""
+
     widget = CustomFieldsWidget
 
     def clean(self, value):
         if not value:
             return None
-        for key, _ in value:
-            _api_key(key)
-        return value
+        triples = []
+        for key, text in value:
+            suffix = next((s for s in RANGE_SUFFIXES if key.endswith(s)), "")
+            triples.append((_api_key(key[: len(key) - len(suffix)]), suffix, text))
+        return triples
+
+
+def _number(param: str, text: str) -> int | float:
+    try:
+        number = float(text)
+    except ValueError:
+        raise ValidationError({param: ["Expected a number."]}) from None
+    if not math.isfinite(number):
+        raise ValidationError({param: ["Expected a number."]})
+    return int(number) if number.is_integer() and abs(number) < 2**53 else number
+
+
+def _custom_value(param: str, kind: str | None, text: str):
+    """The JSON value `customFields.<apiKey>=<text>` stands for, by the field's type."""
+    if kind == "number":
+        return _number(param, text)
+    if kind == "checkbox":
+        if text.lower() not in BooleanParam.TRUE | BooleanParam.FALSE:
+            raise ValidationError({param: ["Must be true or false."]})
+        return text.lower() in BooleanParam.TRUE
+    return text
 
 
 # --- filters ----------------------------------------------------------------------------------------------
@@ -409,11 +443,39 @@ class TicketFilterSet(StrictFilterSet):
         return queryset.filter(**{f"priority__{op}": value})
 
     @extend_schema_field(OpenApiTypes.STR)
-    def filter_custom_fields(self, queryset, name, pairs):
+    def filter_custom_fields(self, queryset, name, triples):
+        """Exact values (as the field's type: a number field's `12` is the number 12), and for `date` and
+        `number` fields half-open ranges (`.from` inclusive, `.to` exclusive; a date's bounds are
+        RelativeDates, compared as days in `timezone`). A key no definition describes matches as a string."""
+        types = dict(
+            CustomField.objects.for_license(self.license)
+            .filter(api_key__in={key for key, _, _ in triples})
+            .values_list("api_key", "type")
+        )
         condition = Q()
-        for key, value in pairs:
-            condition &= Q(**{f"custom_fields__{key}": value})
+        for key, suffix, text in triples:
+            param = f"customFields.{key}{suffix}"
+            kind = types.get(key)
+            if not suffix:
+                condition &= Q(**{f"custom_fields__{key}": _custom_value(param, kind, text)})
+                continue
+            if kind not in ("date", "number"):
+                raise ValidationError({param: ["Ranges are for date and number custom fields."]})
+            bound = _number(param, text) if kind == "number" else self._day(param, text)
+            # JSON comparisons: numbers as numbers; dates as their YYYY-MM-DD strings, which sort as days
+            condition &= Q(**{f"custom_fields__{key}__{'gte' if suffix == '.from' else 'lt'}": bound})
         return queryset.filter(condition)
+
+    def _day(self, param: str, text: str) -> str:
+        """A RelativeDate bound as the `YYYY-MM-DD` of its moment in the search's time zone."""
+        tz = self.form.cleaned_data.get("timezone") or datetime.UTC
+        if getattr(self, "_relative_dates_now", None) is None:
+            self._relative_dates_now = dj_timezone.now()
+        try:
+            moment = relative_dates.resolve(text, tz=tz, now=self._relative_dates_now)
+        except relative_dates.RelativeDateError as error:
+            raise ValidationError({param: [str(error)]}) from None
+        return moment.astimezone(tz).date().isoformat()
 
     @extend_schema_field(_STR_ARRAY)
     def filter_custom_fields_exist(self, queryset, name, keys):

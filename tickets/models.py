@@ -285,7 +285,9 @@ class TicketEvent(LicenseOwned):
 
 # The purge's run records live in their own module; importing them here registers them with the app.
 from tickets.canned_responses.models import CannedResponse  # noqa: E402, F401
+from tickets.custom_fields.models import CustomField  # noqa: E402, F401
 from tickets.macros.models import Macro  # noqa: E402, F401
 from tickets.models_purge import PurgedFile, PurgeRun  # noqa: E402, F401
 from tickets.rules.models import Rule, RuleFiring  # noqa: E402, F401
+from tickets.saved_views.models import View  # noqa: E402, F401
 from tickets.webhooks.models import Webhook, WebhookDelivery  # noqa: E402, F401

@@ -40,29 +40,49 @@ class TicketSearch:
     total: int
     paginator: KeysetPagination
 
-    def headers(self, request) -> dict[str, str]:
-        """X-Total-Results, X-Total-Pages and the Link header's cursor URLs (built from `request`'s URL)."""
-        return self.paginator.response_headers(request, self.total)
+    def headers(self, request, link_params: QueryDict | None = None) -> dict[str, str]:
+        """X-Total-Results, X-Total-Pages and the Link header's cursor URLs (built from `request`'s URL, with
+        the searched parameters or `link_params`)."""
+        return self.paginator.response_headers(request, self.total, link_params)
 
 
-def ticket_search(license: License, params: QueryDict) -> TicketSearch:
-    """Search the license's tickets with the query parameters `params` (the contract's, see tickets.filters and
-    helpdesk.api.pagination); a ValidationError (400) names the first invalid parameter."""
+def ticket_filterset(license: License, params: QueryDict, *, check_ids: bool = True):
+    """Steps 1 and 2 of the search: the valid TicketFilterSet of `params` over the license's tickets and its
+    KeysetPagination (parsed), or a ValidationError (400) naming the first invalid parameter. Also what a saved
+    view's filters are validated and counted with (tickets.saved_views); `check_ids=False` lets an ID that no
+    longer exists filter nothing but match nothing (a view saved before its team was deleted)."""
     params = TicketFilterSet.check_params(params, frozenset(PAGINATION_PARAMS))
     filterset = TicketFilterSet(params, Ticket.objects.for_license(license), license=license)
     if not filterset.is_valid():
         raise translate_validation(filterset.errors)
     paginator = KeysetPagination(sort_fields=SORT_FIELDS)
     paginator.parse(params)
-    _check_related_ids(license, filterset.form.cleaned_data)
+    if check_ids:
+        _check_related_ids(license, filterset.form.cleaned_data)
+    return filterset, paginator
 
+
+def ticket_count(license: License, filterset: TicketFilterSet) -> int:
+    """Step 4: the exact total of a valid filter set (tickets.totals)."""
+    return totals.exact_count(filterset.count_queryset(filterset.qs), license)
+
+
+def ticket_counts(license: License, filtersets) -> list[int]:
+    """`ticket_count` of each filter set, the cached ones read in one cache round trip (the views' counts)."""
+    return totals.exact_counts([f.count_queryset(f.qs) for f in filtersets], license)
+
+
+def ticket_search(license: License, params: QueryDict, *, check_ids: bool = True) -> TicketSearch:
+    """Search the license's tickets with the query parameters `params` (the contract's, see tickets.filters and
+    helpdesk.api.pagination); a ValidationError (400) names the first invalid parameter."""
+    filterset, paginator = ticket_filterset(license, params, check_ids=check_ids)
     tickets = filterset.qs
     with_events = filterset.form.cleaned_data["eventsScope"] == "all"
     items = paginator.page(
         tickets,
         fetch=lambda page: ticket_page(page, paginator.sort_field, events=with_events, license_id=license.pk),
     )
-    total = totals.exact_count(filterset.count_queryset(tickets), license)
+    total = ticket_count(license, filterset)
     return TicketSearch([item["doc"] for item in items], total, paginator)
 
 

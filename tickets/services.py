@@ -27,6 +27,7 @@ from helpdesk.errors import Conflict, TooLarge, field_error
 from helpdesk.timestamps import iso
 from helpdesk.transactions import unit_of_work
 from tickets import autoassign, collisions, search, totals
+from tickets.custom_fields import values as custom_field_values
 from tickets.events import History, acting_agent, acting_author, assignment_side
 from tickets.models import RATINGS, READ_ONLY_SILOS, Message, Tag, Ticket, TicketTeam
 from tickets.signals import message_created, rating_requested, ticket_assigned
@@ -206,6 +207,10 @@ def ticket_create(
     """A new ticket with its first message. No teams → the license's default team."""
     assignment = assignment or {}
     same_license(license, [assignment.get("team"), assignment.get("agent")], "assignment")
+    teams = _new_ticket_teams(license, teams, assignment.get("team"))
+    custom_fields = _check_custom_fields(
+        license, custom_fields, before={}, teams=teams, author_agent=author_agent
+    )
     number = _next_number(license)
     ticket = Ticket(
         license=license,
@@ -216,7 +221,7 @@ def ticket_create(
         requester_name=requester.get("name", ""),
         status=status,
         priority=priority,
-        custom_fields=custom_fields or {},
+        custom_fields=custom_fields,
         people_in_the_loop=_unique_people(people_in_the_loop),
     )
     totals.changing(license.pk, [ticket.pk], new=True)
@@ -237,10 +242,6 @@ def ticket_create(
     added = _add_message(
         ticket, data=message, author_type=author_type, author_agent=author_agent, txn=txn, history=history
     )
-    if not teams:
-        teams = [license.default_team] if license.default_team_id else []
-    if ticket.assignment_team is not None and ticket.assignment_team not in teams:
-        teams = [*teams, ticket.assignment_team]
     _link_new_ticket(ticket, teams)
     _set_relations(ticket, tags=tags, followers=followers)
     # Before the message's receivers run, so that the mail out and the notifications see the assignee.
@@ -257,6 +258,24 @@ def ticket_create(
     ticket.last_added_message = added
     message_created.send(sender=Message, message=added, ticket=ticket, created_ticket=True)
     return ticket
+
+
+def _new_ticket_teams(license: License, teams, assigned_team) -> list:
+    """A new ticket's teams: those given, else the license's default team; and always the assigned team."""
+    if not teams:
+        teams = [license.default_team] if license.default_team_id else []
+    if assigned_team is not None and assigned_team not in teams:
+        teams = [*teams, assigned_team]
+    return teams
+
+
+def _check_custom_fields(license: License, values, *, before: dict, teams, author_agent) -> dict:
+    """Step: the ticket's new `customFields` checked against the license's definitions (a 400 naming
+    `customFields.<apiKey>`), deactivated fields' values kept (tickets.custom_fields.values)."""
+    team_ids = {team.pk for team in teams}
+    return custom_field_values.checked_values(
+        license, values, before=before, team_ids=team_ids, author_agent=author_agent
+    )
 
 
 _UPDATABLE = ("status", "priority", "subject", "custom_fields", "silo")
@@ -317,6 +336,14 @@ def ticket_update(
     totals.changing(ticket.license_id, [ticket.pk])
     relations = {"teams": teams, "tags": tags, "followers": followers}
     _check_writable(ticket, fields, [*relations.values(), assignment, message, transaction_id])
+    if "custom_fields" in fields:
+        fields["custom_fields"] = _check_custom_fields(
+            ticket.license,
+            fields["custom_fields"],
+            before=ticket.custom_fields,
+            teams=_teams_after(ticket, teams, assignment),
+            author_agent=author_agent,
+        )
     solving = fields.get("status") == "solved" and ticket.status != "solved"
     if solving and not force:
         _check_tag_reminder(ticket, teams=teams, tags=tags, assignment=assignment)
@@ -340,6 +367,15 @@ def ticket_update(
         ticket, added=added, before=before, author_agent=author_agent, request_rating=request_rating
     )
     return ticket
+
+
+def _teams_after(ticket: Ticket, teams, assignment: dict | None) -> list:
+    """The teams the ticket will be visible to after the update (as _teams_kept_visible sets them)."""
+    teams = list(ticket.teams.all()) if teams is None else list(teams)
+    assigned = (assignment or {}).get("team", ticket.assignment_team)
+    if not teams and ticket.license.default_team_id:
+        teams = [ticket.license.default_team]
+    return [*teams, assigned] if assigned is not None else teams
 
 
 def _check_updatable(fields: dict) -> None:

@@ -28,6 +28,8 @@ RESOURCES = {
     "cannedResponses": "canned responses",
     "macros": "macros",
     "rules": "rules",
+    "views": "saved ticket views",
+    "customFields": "custom field definitions",
 }
 # The first segment of an API path -> the resource whose scope covers it.
 PATH_RESOURCES = {

@@ -289,22 +289,24 @@ class KeysetPagination(BasePagination):
     def headers(self) -> dict[str, str]:
         return self.response_headers(self.request, self.count)
 
-    def response_headers(self, request, count: int) -> dict[str, str]:
-        """X-Total-Results, X-Total-Pages and Link for the fetched page, whose filtered set has `count` items."""
+    def response_headers(self, request, count: int, link_params: QueryDict | None = None) -> dict[str, str]:
+        """X-Total-Results, X-Total-Pages and Link for the fetched page, whose filtered set has `count` items.
+        The Link URLs carry the parsed parameters, or `link_params` where the request's differ from what was
+        parsed (a saved view's tickets: its filters are not the request's)."""
         headers = {"X-Total-Results": str(count), "X-Total-Pages": str(self._total_pages(count))}
         links = []
         if self.items and self.has_next:
-            links.append(f'<{self.cursor_url(request, "next", self.items[-1])}>; rel="next"')
+            links.append(f'<{self.cursor_url(request, "next", self.items[-1], link_params)}>; rel="next"')
         if self.items and self.has_prev:
-            links.append(f'<{self.cursor_url(request, "prev", self.items[0])}>; rel="prev"')
+            links.append(f'<{self.cursor_url(request, "prev", self.items[0], link_params)}>; rel="prev"')
         if links:
             headers["Link"] = ", ".join(links)
         return headers
 
-    def cursor_url(self, request, direction: str, item) -> str:
+    def cursor_url(self, request, direction: str, item, link_params: QueryDict | None = None) -> str:
         """This request's URL with the cursor of `item` (`next` or `prev`), without `page` and old cursors."""
         value, pk = self._key(item)
-        params = self.query_params.copy()
+        params = (self.query_params if link_params is None else link_params).copy()
         for name in (PAGE, *CURSOR_PARAMS):
             params.pop(name, None)
         params[f"{direction}.value"] = cursor_text(value)

@@ -86,4 +86,51 @@ EXAMPLES = {
             request_only=True,
         ),
     ],
+    "views_create": [
+        OpenApiExample(
+            "A shared view",
+            value={"name": "Unassigned, urgent", "filters": {"assignment.agentID": "none", "priority": "20"}},
+            request_only=True,
+        ),
+    ],
+    "views_retrieve": [
+        OpenApiExample(
+            "A private view",
+            value={
+                **_STAMPS,
+                "ID": "5f2b8a8e-3c1d-4e0f-9a57-2b9d6c41e7a3",
+                "licenseID": 42,
+                "agentID": _AGENT_ID,
+                "name": "My team's open tickets",
+                "filters": {"status": "open", "teamIDs[]": [_TEAM_ID]},
+                "ordering": 0,
+            },
+            response_only=True,
+        ),
+    ],
+    "customFields_create": [
+        OpenApiExample(
+            "A dropdown field",
+            value={"apiKey": "plan", "displayName": "Plan", "type": "dropdown", "options": ["basic", "pro"]},
+            request_only=True,
+        ),
+    ],
+    "customFields_retrieve": [
+        OpenApiExample(
+            "A date field of one team",
+            value={
+                **_STAMPS,
+                "ID": "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
+                "licenseID": 42,
+                "apiKey": "dueDate",
+                "displayName": "Due date",
+                "type": "date",
+                "roleLevel": "normal",
+                "status": "active",
+                "options": [],
+                "teamIDs": [_TEAM_ID],
+            },
+            response_only=True,
+        ),
+    ],
 }

@@ -22,6 +22,7 @@ from accounts.admin.tenancy import (
 from accounts.models import Agent, License
 from tickets import search, services
 from tickets.admin.conversation import render_conversation
+from tickets.custom_fields import forms as custom_field_forms
 from tickets.models import SILOS, STATUSES, Ticket
 
 _FIELDS = ("subject", "status", "priority", "silo", "custom_fields")
@@ -92,7 +93,23 @@ class TicketAdmin(LicenseScopedAdmin):
     stamps = ("created_at", "created_by", "created_by_type", "updated_at", "updated_by")
     service_field_names = {"teamIDs": "teams", "tagIDs": "tags", "followers": "followers"}
 
+    def _custom_field_inputs(self, request, obj) -> dict:
+        """The typed inputs of the ticket's license's custom fields (once per request)."""
+        if not hasattr(request, "_custom_field_inputs"):
+            request._custom_field_inputs = custom_field_forms.inputs(obj.license_id, obj.custom_fields or {})
+        return request._custom_field_inputs
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        if obj is not None and (typed := self._custom_field_inputs(request, obj)):
+            kwargs["form"] = type(self.form.__name__, (self.form,), dict(typed))
+        return super().get_form(request, obj, change=change, **kwargs)
+
     def get_fieldsets(self, request, obj=None):
+        if obj is not None and (typed := self._custom_field_inputs(request, obj)):
+            return (*self._fieldsets(request, obj), ("Custom fields", {"fields": tuple(typed)}))
+        return self._fieldsets(request, obj)
+
+    def _fieldsets(self, request, obj=None):
         if obj is None:
             return (
                 (None, {"fields": ("license", "subject", "requester_email", "requester_name", "message")}),
@@ -214,7 +231,7 @@ class TicketAdmin(LicenseScopedAdmin):
             return
         changed = set(form.changed_data) - {"custom_fields"}
         # Django's JSONField reports an empty object as changed every time: compare the values instead
-        data["custom_fields"] = data.get("custom_fields") or {}
+        data["custom_fields"] = custom_field_forms.merged(data.get("custom_fields") or {}, data)
         if data["custom_fields"] != (form.initial.get("custom_fields") or {}):
             changed.add("custom_fields")
         fields = {name: data[name] for name in _FIELDS if name in changed}

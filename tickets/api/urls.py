@@ -3,8 +3,10 @@ from django.urls import re_path
 from helpdesk.api.routers import ApiRouter
 from tickets.api.views import TagViewSet, TicketViewSet, TransactionViewSet
 from tickets.canned_responses.api import CannedResponseViewSet
+from tickets.custom_fields.api import CustomFieldViewSet
 from tickets.macros.api import MacroApplicationViewSet, MacroViewSet
 from tickets.rules.api import RuleViewSet
+from tickets.saved_views.api import ViewViewSet
 from tickets.webhooks.api import WebhookViewSet
 
 router = ApiRouter()
@@ -15,6 +17,8 @@ router.register("webhooks", WebhookViewSet, basename="webhook")
 router.register("cannedResponses", CannedResponseViewSet, basename="cannedresponse")
 router.register("macros", MacroViewSet, basename="macro")
 router.register("rules", RuleViewSet, basename="rule")
+router.register("views", ViewViewSet, basename="view")
+router.register("customFields", CustomFieldViewSet, basename="custom-field")
 urlpatterns = [
     *router.urls,
     re_path(

@@ -44,7 +44,11 @@ CUSTOM_FIELDS_PARAMETER = OpenApiParameter(
     required=False,
     description=(
         "Custom field values, all required to match: `customFields.<apiKey>=<value>` "
-        "(e.g. `customFields.region=EU`), or the deepObject form `customFields[<apiKey>]=<value>`. "
+        "(e.g. `customFields.region=EU`; a `number` field's value is a number, a `checkbox`'s `true` or `false`), "
+        "or the deepObject form `customFields[<apiKey>]=<value>`. For `date` and `number` fields also "
+        "half-open ranges: `customFields.<apiKey>.from` (inclusive) and `customFields.<apiKey>.to` "
+        "(exclusive), RelativeDates for dates (e.g. `customFields.dueDate.from=-0D`, compared as days in "
+        "`timezone`), numbers for numbers; a range on another type is a 400. "
         "`customFields=<value>` alone is a 400."
     ),
 )

@@ -1,11 +1,12 @@
 """Exact totals for ticket search: cached per license generation and filter set, carried across writes.
 
-Two entry points, and nothing else of this package is used outside it:
+Entry points for writers and readers, and nothing else of this package is used outside it:
 - writers: `changing(license_id, ticket_ids)`, called by a write inside its unit of work
   (helpdesk.transactions.unit_of_work) once it holds the tickets' row locks and before it changes them;
   `new=True` for tickets it is about to create; no IDs when it changes the license's tickets in ways it does
   not list (a purge): their totals are then counted again;
-- readers: `exact_count(queryset, license)`, the search's total (tickets.selectors).
+- readers: `exact_count(queryset, license)`, the search's total (tickets.selectors), and `exact_counts(querysets,
+  license)`, several at once with one cache round trip for those cached (the saved views' counts).
 tickets.apps connects the package at ready() (`wiring.connect`): the model signals that catch every change of
 tickets no write declared, and the search generation joined into the API's caller query.
 
@@ -61,7 +62,7 @@ deletion locks the license row and then, through its cascade, tickets; a ticket 
 its end, the generation. With the generation on the license row the two deadlocked (PostgreSQL aborted one).
 """
 
-from tickets.totals.reading import exact_count
+from tickets.totals.reading import exact_count, exact_counts
 from tickets.totals.writing import changing
 
-__all__ = ["changing", "exact_count"]
+__all__ = ["changing", "exact_count", "exact_counts"]
