@@ -9,7 +9,7 @@ from django.test.utils import CaptureQueriesContext
 
 from accounts.models import TeamMembership
 from tests.audit_helpers import entries_written
-from tests.factories import AgentFactory, TagFactory, TeamFactory, TicketFactory
+from tests.factories import AgentFactory, CustomFieldFactory, TagFactory, TeamFactory, TicketFactory
 from tests.resource_tests import Resource, ResourceTests
 from tickets.canned_responses.services import canned_response_create
 from tickets.macros import services
@@ -294,6 +294,8 @@ def test_a_ticket_in_a_read_only_silo_is_a_409_unless_the_macro_moves_it_back(ow
 
 def test_set_custom_field_and_remove_tags(owner, agent):
     tag, kept = TagFactory(license=owner.license), TagFactory(license=owner.license)
+    for key in ("region", "plan"):
+        CustomFieldFactory(license=owner.license, api_key=key)
     ticket = TicketFactory(
         license=owner.license, tags=[tag, kept], custom_fields={"region": "EU", "plan": "pro"}
     )
