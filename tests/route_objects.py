@@ -67,4 +67,5 @@ ROUTE_OBJECTS = {
     "webhook": _webhook_pk,
     "app": _app_pk,
     "app-grant": _grant_pk,
+    "report": lambda license: "newTickets",  # a name, not an object (test_tenancy.NOT_OBJECT_ROUTES)
 }

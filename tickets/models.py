@@ -148,6 +148,11 @@ class Ticket(LicenseOwned, Stamped):
             models.Index(fields=["license", "priority", "silo", "status"], name="ticket_lic_priority"),
             models.Index(fields=["license", "language", "silo", "status"], name="ticket_lic_language"),
             models.Index(fields=["license", "rating_score", "silo", "status"], name="ticket_lic_rating"),
+            # the reports (tickets/reports/): new tickets of a range in any status, and ratings given in one
+            models.Index(fields=["license", "created_at"], name="ticket_lic_created"),
+            models.Index(
+                fields=["license", "rated_at"], name="ticket_lic_rated", condition=models.Q(rated_at__isnull=False)
+            ),
             # the auto-close's walk across licenses (tickets/auto_close.py): only solved tickets, small
             models.Index(
                 fields=["status_changed_at", "id"],
@@ -284,3 +289,4 @@ class TicketEvent(LicenseOwned):
 # The purge's run records live in their own module; importing them here registers them with the app.
 from tickets.models_purge import PurgedFile, PurgeRun  # noqa: E402, F401
 from tickets.webhooks.models import Webhook, WebhookDelivery  # noqa: E402, F401
+from tickets.reports.models import TicketMetrics, TicketResolution  # noqa: E402, F401

@@ -25,6 +25,7 @@ RESOURCES = {
     "subscriptions": "subscriptions and billing",
     "auditLog": "the audit log",
     "webhooks": "webhooks",
+    "reports": "reports",
 }
 # The first segment of an API path -> the resource whose scope covers it.
 PATH_RESOURCES = {
