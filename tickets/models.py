@@ -288,5 +288,5 @@ class TicketEvent(LicenseOwned):
 
 # The purge's run records live in their own module; importing them here registers them with the app.
 from tickets.models_purge import PurgedFile, PurgeRun  # noqa: E402, F401
-from tickets.webhooks.models import Webhook, WebhookDelivery  # noqa: E402, F401
 from tickets.reports.models import TicketMetrics, TicketResolution  # noqa: E402, F401
+from tickets.webhooks.models import Webhook, WebhookDelivery  # noqa: E402, F401
