@@ -20,6 +20,7 @@ from tickets.reports.models import TicketMetrics, TicketResolution
 from tickets.reports.registry import REPORTS
 
 UTC = datetime.UTC
+RANGE = {"from": "2026-03-02", "to": "2026-03-04"}
 
 
 def at(text: str) -> datetime.datetime:
@@ -100,6 +101,39 @@ def test_hourly_buckets_skip_the_missing_hour_and_the_24_report_counts_per_local
     assert counts[1] == 1 and counts[3] == 2 and sum(counts.values()) == 3
 
 
+def test_the_hour_that_repeats_when_clocks_fall_back_is_one_bucket_and_its_day_25_hours(owner):
+    ticket_at("2026-10-25T00:30", license=owner.license)  # 02:30 CEST
+    ticket_at("2026-10-25T01:30", license=owner.license)  # 02:30 CET, an hour later
+    ticket_at("2026-10-25T22:30", license=owner.license)  # 23:30 CET, still the 25th
+    zone = {"timezone": "Europe/Warsaw"}
+    hourly = report(
+        owner, "newTickets", interval="hour", **zone, **{"from": "2026-10-25", "to": "2026-10-25T04:00:00"}
+    )
+    assert [(p["start"], p["count"]) for p in hourly["series"]] == [
+        ("2026-10-25T00:00:00+02:00", 0),
+        ("2026-10-25T01:00:00+02:00", 0),
+        ("2026-10-25T02:00:00+02:00", 2),
+        ("2026-10-25T03:00:00+01:00", 0),
+    ]
+    daily = report(owner, "newTickets", **zone, **{"from": "2026-10-25", "to": "2026-10-27"})
+    assert daily["series"] == [
+        {"start": "2026-10-25T00:00:00+02:00", "count": 3},
+        {"start": "2026-10-26T00:00:00+01:00", "count": 0},
+    ]
+
+
+def test_spam_and_trash_leave_the_reports_and_come_back_with_the_ticket(owner):
+    ticket = ticket_at("2026-03-02T08:00", license=owner.license)
+    reply_at("2026-03-02T09:00", ticket, owner.agent)
+    update_at("2026-03-02T10:00", ticket, silo="spam")
+    assert report(owner, "responseTime", **RANGE)["summary"]["count"] == 0
+    assert report(owner, "newTickets", **RANGE)["summary"]["count"] == 0
+    update_at("2026-03-02T11:00", ticket, silo="tickets")
+    assert report(owner, "responseTime", **RANGE)["summary"]["averageSeconds"] == 3600.0
+    response = owner.client.get("/v1/reports/newTickets", {**RANGE, "format": "csv"})
+    assert response.content.decode().splitlines()[-1] == "total,1"
+
+
 def test_weeks_start_on_monday_and_months_on_the_first_in_the_callers_zone(owner):
     ticket_at("2026-03-01T23:30", license=owner.license)  # Monday 2 March 00:30 in Warsaw, Sunday in UTC
     ticket_at("2026-03-31T22:30", license=owner.license)  # 1 April 00:30 in Warsaw
@@ -153,9 +187,6 @@ def history(owner):
     c = ticket_at("2026-03-02T12:00", license=owner.license)
     reply_at("2026-03-02T14:00", c, x)
     return {"x": x, "y": y, "team": team, "tickets": (a, b, c)}
-
-
-RANGE = {"from": "2026-03-02", "to": "2026-03-04"}
 
 
 def test_response_time_is_from_the_clients_first_message_to_the_first_public_agent_reply(owner, history):
