@@ -1,9 +1,9 @@
 """A report's numbers: the declared rows of the caller's license in the range, filtered through their tickets,
 aggregated per bucket in the database (GROUP BY the bucket cut in the caller's time zone), plus the summary.
 
-Two statements per report (the buckets, the summary), each an index range scan of the license's rows in the
-range. Percentiles: `percentile_cont` on PostgreSQL; elsewhere (SQLite) the seconds of the range are read and
-interpolated the same way in Python.
+One statement per report (the buckets; the summary is their sum), two for the time reports (percentiles do not
+add up), each an index range scan of the license's rows in the range. Percentiles: `percentile_cont` on
+PostgreSQL; elsewhere (SQLite) the seconds of the range are read and interpolated the same way in Python.
 """
 
 from __future__ import annotations
@@ -60,25 +60,39 @@ def percentile(values: list[float], fraction: float) -> float | None:
 def run(report: Report, query: Query) -> dict:
     """The report's `summary` and its `series` or `rows`, as the API shows them."""
     rows = _filtered(report, query)
-    summary = next(iter(_aggregate(report, rows, None).values()), None) or empty(report)
     if report.layout == SERIES:
         found = _aggregate(report, rows, Trunc(report.at, query.interval, tzinfo=query.tz))
         by_wall = {key.astimezone(query.tz).replace(tzinfo=None): values for key, values in found.items()}
-        series = [
-            {"start": local_iso(start, query.tz), **(by_wall.get(wall) or empty(report))}
-            for wall, start in buckets(query)
-        ]
-        return {"summary": summary, "series": series}
-    if report.layout == HOURS:
-        found = _aggregate(report, rows, ExtractHour(report.at, tzinfo=query.tz))
-        return {
-            "summary": summary,
-            "series": [{"hour": h, **(found.get(h) or empty(report))} for h in range(24)],
+        result = {
+            "series": [
+                {"start": local_iso(start, query.tz), **(by_wall.get(wall) or empty(report))}
+                for wall, start in buckets(query)
+            ]
         }
-    key = "agentID" if report.layout == AGENTS else "teamID"
-    found = _aggregate(report, rows, F(report.group))
-    ordered = sorted(found.items(), key=lambda item: (-item[1]["count"], str(item[0])))
-    return {"summary": summary, "rows": [{key: ident, **values} for ident, values in ordered]}
+    elif report.layout == HOURS:
+        found = _aggregate(report, rows, ExtractHour(report.at, tzinfo=query.tz))
+        result = {"series": [{"hour": h, **(found.get(h) or empty(report))} for h in range(24)]}
+    else:
+        key = "agentID" if report.layout == AGENTS else "teamID"
+        found = _aggregate(report, rows, F(report.group))
+        ordered = sorted(found.items(), key=lambda item: (-item[1]["count"], str(item[0])))
+        result = {"rows": [{key: ident, **values} for ident, values in ordered]}
+    if report.family == TIME:  # percentiles do not add up: the range's own statement
+        summary = next(iter(_aggregate(report, rows, None).values()), None) or empty(report)
+    else:  # every row is in exactly one bucket: the summary is their sum (one statement, not two)
+        summary = _sum(report, found.values())
+    return {"summary": summary, **result}
+
+
+def _sum(report: Report, values_of_buckets) -> dict:
+    total = empty(report)
+    for values in values_of_buckets:
+        for name, value in values.items():
+            if isinstance(value, dict):  # a source's {"count"}
+                total[name]["count"] += value["count"]
+            else:
+                total[name] += value
+    return total
 
 
 def counts_by_license(report: Report, query: Query) -> dict[tuple[int, datetime.datetime], int]:
