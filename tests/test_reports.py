@@ -125,11 +125,14 @@ def test_the_hour_that_repeats_when_clocks_fall_back_is_one_bucket_and_its_day_2
 def test_spam_and_trash_leave_the_reports_and_come_back_with_the_ticket(owner):
     ticket = ticket_at("2026-03-02T08:00", license=owner.license)
     reply_at("2026-03-02T09:00", ticket, owner.agent)
+    update_at("2026-03-02T09:30", ticket, status="solved", force=True)
     update_at("2026-03-02T10:00", ticket, silo="spam")
     assert report(owner, "responseTime", **RANGE)["summary"]["count"] == 0
+    assert report(owner, "resolutionTime", **RANGE)["summary"]["count"] == 0
     assert report(owner, "newTickets", **RANGE)["summary"]["count"] == 0
     update_at("2026-03-02T11:00", ticket, silo="tickets")
     assert report(owner, "responseTime", **RANGE)["summary"]["averageSeconds"] == 3600.0
+    assert report(owner, "resolutionTime", **RANGE)["summary"]["averageSeconds"] == 5400.0
     response = owner.client.get("/v1/reports/newTickets", {**RANGE, "format": "csv"})
     assert response.content.decode().splitlines()[-1] == "total,1"
 

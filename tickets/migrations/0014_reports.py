@@ -23,7 +23,13 @@ def backfill(apps, schema_editor):
             page = page.filter(pk__gt=last)
         tickets = list(
             page.values(
-                "pk", "license_id", "created_at", "status", "assignment_agent_id", "assignment_team_id"
+                "pk",
+                "license_id",
+                "created_at",
+                "status",
+                "silo",
+                "assignment_agent_id",
+                "assignment_team_id",
             )[:BATCH]
         )
         if not tickets:
@@ -41,7 +47,7 @@ def backfill(apps, schema_editor):
         metrics, resolutions = [], []
         for ticket in tickets:
             history = events.get(ticket["pk"], [])
-            row = TicketMetrics(ticket_id=ticket["pk"], license_id=ticket["license_id"])
+            row = TicketMetrics(ticket_id=ticket["pk"], license_id=ticket["license_id"], silo=ticket["silo"])
             first_status = next((e["payload"].get("old") for e in history if e["type"] == "status"), None)
             cycles.start(
                 row,
@@ -66,7 +72,7 @@ def backfill(apps, schema_editor):
                         TicketResolution(
                             ticket_id=ticket["pk"], license_id=ticket["license_id"], started_at=closed.started_at,
                             solved_at=closed.solved_at, seconds=closed.seconds, agent_id=closed.agent_id,
-                            team_id=closed.team_id,
+                            team_id=closed.team_id, silo=ticket["silo"],
                         )
                     )  # fmt: skip
             metrics.append(row)
@@ -176,6 +182,16 @@ class Migration(migrations.Migration):
         migrations.AddIndex(
             model_name="ticketresolution",
             index=models.Index(fields=["ticket"], name="resolution_ticket"),
+        ),
+        migrations.AddField(
+            model_name="ticketmetrics",
+            name="silo",
+            field=models.CharField(default="tickets", max_length=10),
+        ),
+        migrations.AddField(
+            model_name="ticketresolution",
+            name="silo",
+            field=models.CharField(default="tickets", max_length=10),
         ),
         migrations.RunPython(backfill, migrations.RunPython.noop),
     ]

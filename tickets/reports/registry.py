@@ -31,6 +31,7 @@ class Report:
     seconds: str = ""  # TIME: the field holding each row's seconds
     group: str = ""  # AGENTS/TEAMS: the field holding the agent's or the team's ID
     ticket: str = "ticket"  # the path from a row to its ticket ("" on tickets themselves)
+    silo: str = ""  # the field holding the row's ticket's silo (default: the ticket's own, through `ticket`)
     ticket_optional: bool = False  # rows without a ticket count too, unless a ticket filter is given
     needs_status: bool = False
 

@@ -113,7 +113,7 @@ def _filtered(report: Report, query: Query):
     prefix = f"{report.ticket}__" if report.ticket else ""
     ticket_ref = f"{report.ticket}_id" if report.ticket else "pk"
     filtered = bool(query.team_ids or query.agent_ids or query.tag_ids)
-    silos = Q(**{f"{prefix}silo__in": REPORTED_SILOS})
+    silos = Q(**{f"{report.silo or prefix + 'silo'}__in": REPORTED_SILOS})
     if report.ticket_optional and not filtered:
         silos |= Q(**{f"{report.ticket}__isnull": True})
     rows = rows.filter(silos)

@@ -3,7 +3,7 @@ write of a ticket's history sends once its events are saved, under the ticket's 
 
 Cost per write (bench/README.md): a new ticket inserts its metrics row (1 statement); a write whose events hold
 a message or a status change reads the row (1) and, only when a metric moves, updates it (1) and inserts a
-resolution (1); other writes cost nothing.
+resolution (1); a silo move updates the copies of the ticket's silo (2); other writes cost nothing.
 """
 
 from __future__ import annotations
@@ -32,13 +32,18 @@ def on_events_recorded(sender, *, ticket, events, created=False, **kwargs) -> No
         cycles.start(
             metrics, created_at=ticket.created_at, status=ticket.status, source=events[0].source_type
         )
-    elif any(event.type in _RELEVANT for event in events):
+    elif not any(event.type in _RELEVANT for event in events):
+        if any(event.type == "silo" for event in events):  # a move alone: the copies follow, nothing to read
+            TicketMetrics.objects.filter(ticket_id=ticket.pk).update(silo=ticket.silo)
+            TicketResolution.objects.filter(ticket_id=ticket.pk).update(silo=ticket.silo)
+        return
+    else:
         metrics = TicketMetrics.objects.filter(ticket_id=ticket.pk).first()
         if metrics is None:  # a ticket older than the metrics that the backfill missed: start it now
             metrics = TicketMetrics(ticket_id=ticket.pk, license_id=ticket.license_id, source="system")
             created = True
-    else:
-        return
+    moved = metrics.silo != ticket.silo
+    metrics.silo = ticket.silo
     before = _state(metrics)
     solved = []
     for event in events:
@@ -49,8 +54,10 @@ def on_events_recorded(sender, *, ticket, events, created=False, **kwargs) -> No
             solved.append(closed)
     if created:
         metrics.save(force_insert=True)
-    elif _state(metrics) != before:
+    elif moved or _state(metrics) != before:
         metrics.save()
+    if moved and not created:  # not an audited model: one UPDATE of the ticket's few resolutions
+        TicketResolution.objects.filter(ticket_id=ticket.pk).update(silo=ticket.silo)
     if solved:
         TicketResolution.objects.bulk_create(
             TicketResolution(
@@ -59,6 +66,7 @@ def on_events_recorded(sender, *, ticket, events, created=False, **kwargs) -> No
                 started_at=each.started_at,
                 solved_at=each.solved_at,
                 seconds=each.seconds,
+                silo=ticket.silo,
                 agent_id=each.agent_id,
                 team_id=each.team_id,
             )
