@@ -47,7 +47,10 @@ def backfill(apps, schema_editor):
         metrics, resolutions = [], []
         for ticket in tickets:
             history = events.get(ticket["pk"], [])
-            row = TicketMetrics(ticket_id=ticket["pk"], license_id=ticket["license_id"], silo=ticket["silo"])
+            row = TicketMetrics(
+                ticket_id=ticket["pk"], license_id=ticket["license_id"], silo=ticket["silo"],
+                created_at=ticket["created_at"],
+            )  # fmt: skip
             first_status = next((e["payload"].get("old") for e in history if e["type"] == "status"), None)
             cycles.start(
                 row,
@@ -192,6 +195,15 @@ class Migration(migrations.Migration):
             model_name="ticketresolution",
             name="silo",
             field=models.CharField(default="tickets", max_length=10),
+        ),
+        migrations.AddField(
+            model_name="ticketmetrics",
+            name="created_at",
+            field=models.DateTimeField(blank=True, null=True),
+        ),
+        migrations.AddIndex(
+            model_name="ticketmetrics",
+            index=models.Index(fields=["license", "created_at"], name="metrics_lic_created"),
         ),
         migrations.RunPython(backfill, migrations.RunPython.noop),
     ]

@@ -23,6 +23,10 @@ def _tickets(options):
     return Ticket.objects.all()
 
 
+def _created(options):
+    return TicketMetrics.objects.all()  # a ticket's metrics row carries its creation and its source
+
+
 def _responses(options):
     return TicketMetrics.objects.filter(first_response_at__isnull=False)
 
@@ -89,9 +93,9 @@ register(
         name="ticketSources24",
         family=SOURCES,
         layout=HOURS,
-        rows=_tickets,
+        rows=_created,
         at="created_at",
         description="Tickets created, per source (email, api, form, admin, system), per hour of the day.",
-        ticket="",
+        silo="silo",
     )
 )

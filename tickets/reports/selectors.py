@@ -136,9 +136,9 @@ def _aggregate(report: Report, rows, key) -> dict:
         return _time_in_python(report, grouped)
     if report.family == SOURCES:
         counts: dict = {}
-        for row in grouped.values("_key", "metrics__source").annotate(n=Count("pk")).order_by():
+        for row in grouped.values("_key", "source").annotate(n=Count("pk")).order_by():
             values = counts.setdefault(row["_key"], empty(report))
-            source = row["metrics__source"] if row["metrics__source"] in SOURCE_NAMES else "system"
+            source = row["source"] if row["source"] in SOURCE_NAMES else "system"
             values[source]["count"] += row["n"]
         return counts
     aggregates = {"count": Count("pk")}

@@ -28,7 +28,9 @@ def fact(event) -> cycles.Fact:
 
 def on_events_recorded(sender, *, ticket, events, created=False, **kwargs) -> None:
     if created:
-        metrics = TicketMetrics(ticket_id=ticket.pk, license_id=ticket.license_id)
+        metrics = TicketMetrics(
+            ticket_id=ticket.pk, license_id=ticket.license_id, created_at=ticket.created_at
+        )
         cycles.start(
             metrics, created_at=ticket.created_at, status=ticket.status, source=events[0].source_type
         )
@@ -40,7 +42,12 @@ def on_events_recorded(sender, *, ticket, events, created=False, **kwargs) -> No
     else:
         metrics = TicketMetrics.objects.filter(ticket_id=ticket.pk).first()
         if metrics is None:  # a ticket older than the metrics that the backfill missed: start it now
-            metrics = TicketMetrics(ticket_id=ticket.pk, license_id=ticket.license_id, source="system")
+            metrics = TicketMetrics(
+                ticket_id=ticket.pk,
+                license_id=ticket.license_id,
+                source="system",
+                created_at=ticket.created_at,
+            )
             created = True
     moved = metrics.silo != ticket.silo
     metrics.silo = ticket.silo
