@@ -2,7 +2,8 @@
 
 Both are derived from the ticket's events (tickets.reports.cycles) in the transaction of the write that records
 them (tickets.reports.wiring, on `events_recorded`), and backfilled from the events by the migration that made
-them. They cascade with their ticket: a purged ticket leaves every report, as it leaves the search.
+them. They cascade with their ticket: a purged ticket leaves every report, as it leaves the search. The ticket
+is named by its label: tickets.models imports this module at its end (as the webhooks' models).
 """
 
 from __future__ import annotations
@@ -10,14 +11,15 @@ from __future__ import annotations
 from django.db import models
 
 from accounts.models import License
-from tickets.models import Ticket
 
 
 class TicketMetrics(models.Model):
     """One per ticket: where it came from, when the client first wrote and when an agent first answered, and
     the start of its open resolution cycle (null while it is solved or closed)."""
 
-    ticket = models.OneToOneField(Ticket, on_delete=models.CASCADE, primary_key=True, related_name="metrics")
+    ticket = models.OneToOneField(
+        "tickets.Ticket", on_delete=models.CASCADE, primary_key=True, related_name="metrics"
+    )
     license = models.ForeignKey(License, on_delete=models.CASCADE, related_name="+", db_index=False)
     source = models.CharField(max_length=10, default="system")
     # The ticket's creation, copied: ticketSources24 is one index range of these rows (joined to the tickets,
@@ -51,7 +53,9 @@ class TicketMetrics(models.Model):
 class TicketResolution(models.Model):
     """One solved cycle of a ticket: from its creation (or its reopening) to the first `solved` after it."""
 
-    ticket = models.ForeignKey(Ticket, on_delete=models.CASCADE, related_name="resolutions", db_index=False)
+    ticket = models.ForeignKey(
+        "tickets.Ticket", on_delete=models.CASCADE, related_name="resolutions", db_index=False
+    )
     license = models.ForeignKey(License, on_delete=models.CASCADE, related_name="+", db_index=False)
     started_at = models.DateTimeField()
     solved_at = models.DateTimeField()

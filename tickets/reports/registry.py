@@ -42,9 +42,3 @@ REPORTS: dict[str, Report] = {}
 def register(report: Report) -> Report:
     REPORTS[report.name] = report
     return report
-
-
-def names() -> list[str]:
-    from tickets.reports import definitions  # noqa: F401 - tickets' own, declared on first use
-
-    return sorted(REPORTS)
