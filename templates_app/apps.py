@@ -11,6 +11,7 @@ class TemplatesAppConfig(AppConfig):
         from accounts.signals import agent_invited, license_created, team_reply_address_chosen
         from templates_app import invitations, notifications, rating, reply_addresses, services, ticket_mail
         from templates_app.inbound import services as inbound
+        from templates_app.reports import register_reports
         from templates_app.webhook_failing import on_webhook_failing
         from tickets.signals import (
             message_created,
@@ -37,6 +38,7 @@ class TemplatesAppConfig(AppConfig):
         webhook_failing.connect(on_webhook_failing, dispatch_uid="templates_app.webhook_failing")
         _register_audited()
         _register_placeholders()
+        register_reports()  # failedEmails, among tickets' reports
 
 
 def _register_audited():

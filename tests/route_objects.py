@@ -97,4 +97,5 @@ ROUTE_OBJECTS = {
     "custom-field": lambda license: CustomFieldFactory(license=license).pk,
     "app": _app_pk,
     "app-grant": _grant_pk,
+    "report": lambda license: "newTickets",  # a name, not an object (test_tenancy.NOT_OBJECT_ROUTES)
 }

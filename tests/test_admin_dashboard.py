@@ -117,3 +117,30 @@ def test_the_dashboard_runs_as_many_queries_for_many_rows_and_licenses(django_as
     # then the index needs no more queries than with one license and one row of each
     with django_assert_max_num_queries(len(small)):
         assert client.get("/admin/").status_code == 200
+
+
+def test_the_chart_reads_the_reports_and_downloads_as_csv(owner):
+    # given tickets created today, one solved, one reopened and solved again (two resolutions), and another
+    # license's ticket
+    license = owner.agent.license
+    TicketFactory(license=license)
+    twice = TicketFactory(license=license)
+    for status in ("solved", "open", "solved"):
+        services.ticket_update(ticket=twice, status=status)
+    TicketFactory(license=LicenseFactory(company_name="Elsewhere Ltd"))
+    client = staff(owner.agent)
+    # when the owner opens the dashboard and its CSV link
+    panel = _panel(client.get("/admin/").content.decode(), license)
+    link = re.search(r'href="([^"]*created-solved\.csv[^"]*)">CSV</a>', panel).group(1).replace("&amp;", "&")
+    response = client.get(link)
+    # then the numbers are the API's reports' (newTickets and resolutionTime over the same days)
+    body = owner.client.get("/v1/reports/newTickets", {"from": "-29D", "to": "+1D", "timezone": "UTC"}).json()
+    solved = owner.client.get("/v1/reports/resolutionTime", {"from": "-29D", "to": "+1D"}).json()
+    assert "2 created, 2 solved" in panel
+    assert (body["summary"]["count"], solved["summary"]["count"]) == (2, 2)
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
+    lines = response.content.decode().splitlines()
+    assert lines[0] == "date,created,solved" and lines[-1] == "total,2,2"
+    assert lines[-2] == f"{timezone.localdate().isoformat()},2,2" and len(lines) == 32
+    # and another license's CSV is not theirs
+    assert client.get(link.replace(f"license={license.pk}", "license=999999")).status_code == 404

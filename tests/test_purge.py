@@ -244,6 +244,8 @@ def test_the_purge_knows_every_relation_to_a_ticket():
         ("tickets.TicketEvent", "ticket"),  # deleted before the messages it points at
         ("tickets.Ticket", "parent"),
         ("tickets.TicketTeam", "ticket"),  # the teams relation's link model, deleted with the other links
+        ("tickets.TicketMetrics", "ticket"),  # the reports' rows (tickets/reports/)
+        ("tickets.TicketResolution", "ticket"),
     }
     assert {field.name for field in Ticket._meta.many_to_many} == {"teams", "tags", "followers"}
     txn_relations = {

@@ -15,6 +15,9 @@ NOT_LICENSE_SCOPED = {
     "LicenseViewSet": "the license is the tenant itself; get_object() allows only request.license",
     "LicenseForwardingViewSet": "an action on the license itself (LicenseViewSetBase, as LicenseViewSet)",
 }
+# Routes whose lookup names no object: every license has each of them (tests/test_reports.py checks that an
+# outsider's report counts nothing of another license's).
+NOT_OBJECT_ROUTES = {"report": "a report's name (GET /v1/reports/{name})"}
 
 
 def _api_patterns(resolver=None, prefix=""):
@@ -51,6 +54,8 @@ def _detail_routes():
         basename = (
             pattern.name.rsplit("-", 1)[0] if pattern.name.endswith("-detail") else pattern.name.split("-")[0]
         )
+        if basename in NOT_OBJECT_ROUTES:
+            continue
         for method in actions:
             if method in ("head", "options"):
                 continue

@@ -10,12 +10,14 @@ class TicketsConfig(AppConfig):
         from accounts.signals import agent_leaving
         from audit.capture import changes_recorded
         from tickets.autoassign import on_agent_leaving
+        from tickets.reports import wiring as reports
         from tickets.signals import events_recorded
         from tickets.totals import wiring
         from tickets.webhooks import outbox
 
         events_recorded.connect(outbox.on_events_recorded, dispatch_uid="tickets.webhooks.events")
         _connect_rules()
+        events_recorded.connect(reports.on_events_recorded, dispatch_uid="tickets.reports.metrics")
         changes_recorded.connect(outbox.on_changes_recorded, dispatch_uid="tickets.webhooks.changes")
         agent_leaving.connect(on_agent_leaving, dispatch_uid="tickets.autoassign.agent_leaving")
         wiring.connect()  # the totals see every change of tickets (before the lock below)

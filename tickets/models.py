@@ -148,6 +148,13 @@ class Ticket(LicenseOwned, Stamped):
             models.Index(fields=["license", "priority", "silo", "status"], name="ticket_lic_priority"),
             models.Index(fields=["license", "language", "silo", "status"], name="ticket_lic_language"),
             models.Index(fields=["license", "rating_score", "silo", "status"], name="ticket_lic_rating"),
+            # the reports (tickets/reports/): new tickets of a range in any status, and ratings given in one
+            models.Index(fields=["license", "created_at"], name="ticket_lic_created"),
+            models.Index(
+                fields=["license", "rated_at"],
+                name="ticket_lic_rated",
+                condition=models.Q(rated_at__isnull=False),
+            ),
             # the auto-close's walk across licenses (tickets/auto_close.py): only solved tickets, small
             models.Index(
                 fields=["status_changed_at", "id"],
@@ -288,6 +295,7 @@ from tickets.canned_responses.models import CannedResponse  # noqa: E402, F401
 from tickets.custom_fields.models import CustomField  # noqa: E402, F401
 from tickets.macros.models import Macro  # noqa: E402, F401
 from tickets.models_purge import PurgedFile, PurgeRun  # noqa: E402, F401
+from tickets.reports.models import TicketMetrics, TicketResolution  # noqa: E402, F401
 from tickets.rules.models import Rule, RuleFiring  # noqa: E402, F401
 from tickets.saved_views.models import View  # noqa: E402, F401
 from tickets.webhooks.models import Webhook, WebhookDelivery  # noqa: E402, F401

@@ -30,6 +30,7 @@ RESOURCES = {
     "rules": "rules",
     "views": "saved ticket views",
     "customFields": "custom field definitions",
+    "reports": "reports",
 }
 # The first segment of an API path -> the resource whose scope covers it.
 PATH_RESOURCES = {

@@ -54,6 +54,10 @@ _TAGS = {
     "auditLog": ("Audit log", "Who changed what, when and through which channel (owners only)."),
     "invitations": ("Invitations", "Accepting an invitation to join a license."),
     "licenses": ("Licenses", "Your help desk accounts: company, settings, e-mail forwarding."),
+    "reports": (
+        "Reports",
+        "Volume, response and resolution times, ratings, status and failed mail, per range.",
+    ),
     "subscriptions": ("Subscriptions", "Plans, seats and billing of a license."),
     "teams": ("Teams", "Groups of agents that tickets are assigned to."),
     "templates": ("Templates", "E-mail templates of the messages sent to customers."),
@@ -67,6 +71,7 @@ _NOUNS = {
     "auditLog": ("audit log entry", "audit log entries"),
     "invitations": ("invitation", "invitations"),
     "licenses": ("license", "licenses"),
+    "reports": ("report", "reports"),
     "subscriptions": ("subscription", "subscriptions"),
     "teams": ("team", "teams"),
     "templates": ("template", "templates"),

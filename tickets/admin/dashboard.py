@@ -10,18 +10,23 @@ admin module (templates_app/admin.py), loaded with the admin before any page.
 
 from __future__ import annotations
 
+import csv
 import datetime
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.db.models import Count, F, Max, Window
-from django.db.models.functions import RowNumber, TruncDate
+from django.db.models.functions import RowNumber
+from django.http import Http404, HttpResponse
 from django.utils import timezone
 
-from accounts.admin.tenancy import license_label
+from accounts.admin.tenancy import admin_license_ids, license_label
 from accounts.models import License
-from tickets.models import Ticket, TicketEvent, TicketTeam
+from tickets.models import Ticket, TicketTeam
 from tickets.models_purge import PurgeRun
+from tickets.reports import definitions  # noqa: F401 - the reports the chart reads
+from tickets.reports.registry import REPORTS
+from tickets.reports.selectors import Query, counts_by_license
 from tickets.webhooks.models import STATUS_FAILING, Webhook, WebhookDelivery
 
 DAYS = 30
@@ -121,31 +126,23 @@ def _teams(panels, ids) -> None:
 
 
 def _days(panels, ids, now) -> None:
+    """Created and solved per day: the reports `newTickets` and `resolutionTime` (tickets/reports/), counted for
+    every shown license in one statement each, in the site's time zone."""
     today = timezone.localdate(now)
     first = today - datetime.timedelta(days=DAYS - 1)
-    since = timezone.make_aware(datetime.datetime.combine(first, datetime.time()))
+    tz = timezone.get_current_timezone()
+    since = timezone.make_aware(datetime.datetime.combine(first, datetime.time()), tz)
+    until = timezone.make_aware(
+        datetime.datetime.combine(today + datetime.timedelta(days=1), datetime.time()), tz
+    )
     for panel in panels.values():
         panel.days = [Day(first + datetime.timedelta(days=n)) for n in range(DAYS)]
-    created = (
-        Ticket.objects.filter(license_id__in=ids, created_at__gte=since)
-        .annotate(day=TruncDate("created_at"))
-        .values("license_id", "day")
-        .annotate(n=Count("id"))
-    )
-    # a solve is a status event to `solved` (a ticket solved twice counts twice: it was worked twice)
-    solved = (
-        TicketEvent.objects.filter(
-            license_id__in=ids, type="status", created_at__gte=since, payload__new="solved"
-        )
-        .annotate(day=TruncDate("created_at"))
-        .values("license_id", "day")
-        .annotate(n=Count("id"))
-    )
-    for rows, attr in ((created, "created"), (solved, "solved")):
-        for row in rows:
-            index = (row["day"] - first).days
+    query = Query(license_id=0, license_ids=tuple(ids), start=since, end=until, tz=tz, interval="day")
+    for name, attr in (("newTickets", "created"), ("resolutionTime", "solved")):
+        for (license_id, wall), count in counts_by_license(REPORTS[name], query).items():
+            index = (wall.date() - first).days
             if 0 <= index < DAYS:
-                setattr(panels[row["license_id"]].days[index], attr, row["n"])
+                setattr(panels[license_id].days[index], attr, count)
 
 
 def _oldest(panels, ids) -> None:
@@ -180,3 +177,24 @@ def _failures(panels, ids) -> None:
     )
     for webhook in failing:
         panels[webhook.license_id].failing_webhooks.append(webhook)
+
+
+def created_solved_csv(request):
+    """The chart's numbers as CSV (`?license=<id>`, one of the user's licenses): date, created, solved."""
+    only = request.GET.get("license", "")
+    allowed = admin_license_ids(request)
+    if not only.isdigit() or (allowed is not None and int(only) not in allowed):
+        raise Http404
+    license = License.objects.filter(pk=int(only)).first()
+    if license is None:
+        raise Http404
+    panels = {license.pk: LicensePanel(license=license, label=license_label(license))}
+    _days(panels, [license.pk], timezone.now())
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="license-{license.pk}-created-solved.csv"'
+    writer = csv.writer(response, lineterminator="\n")
+    writer.writerow(["date", "created", "solved"])
+    for day in panels[license.pk].days:
+        writer.writerow([day.date.isoformat(), day.created, day.solved])
+    writer.writerow(["total", panels[license.pk].created_total, panels[license.pk].solved_total])
+    return response

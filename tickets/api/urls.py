@@ -5,6 +5,7 @@ from tickets.api.views import TagViewSet, TicketViewSet, TransactionViewSet
 from tickets.canned_responses.api import CannedResponseViewSet
 from tickets.custom_fields.api import CustomFieldViewSet
 from tickets.macros.api import MacroApplicationViewSet, MacroViewSet
+from tickets.reports.api import ReportViewSet
 from tickets.rules.api import RuleViewSet
 from tickets.saved_views.api import ViewViewSet
 from tickets.webhooks.api import WebhookViewSet
@@ -19,6 +20,7 @@ router.register("macros", MacroViewSet, basename="macro")
 router.register("rules", RuleViewSet, basename="rule")
 router.register("views", ViewViewSet, basename="view")
 router.register("customFields", CustomFieldViewSet, basename="custom-field")
+router.register("reports", ReportViewSet, basename="report")
 urlpatterns = [
     *router.urls,
     re_path(

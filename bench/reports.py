@@ -1,0 +1,182 @@
+"""Reports benchmark: the reports' own time (in process, the view's code without HTTP and authentication) on a
+license of N tickets with their metrics, and what the metrics cost a ticket write.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/helpdesk_reports \\
+        .venv/bin/python bench/reports.py --tickets 1000000 --runs 20
+
+Seeds once (PostgreSQL: INSERT ... SELECT generate_series, a year of tickets spread evenly, 70% answered, 60%
+solved, 30% rated, 5 teams and 20 agents), then prints p50/p95 (ms) of every report over the last 30 and 365
+days, and the statements one reply-and-solve write runs with and without the metrics' receiver.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "helpdesk.settings")
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.db import connection  # noqa: E402
+from django.http import QueryDict  # noqa: E402
+from django.test.utils import CaptureQueriesContext  # noqa: E402
+
+from accounts.models import License  # noqa: E402
+
+COMPANY = "Reports bench"
+
+
+def seed(n: int) -> License:
+    from accounts import services as accounts_services
+    from tests.factories import AgentFactory, TeamFactory
+
+    license = License.objects.filter(settings__companyName=COMPANY).order_by("pk").first()
+    if license is not None and license.tickets.count() >= n:
+        return license
+    if license is None:
+        license = accounts_services.license_create(
+            owner_email="reports-bench@example.com", company_name=COMPANY
+        )
+    teams = [TeamFactory(license=license) for _ in range(5)]
+    agents = [AgentFactory(license=license) for _ in range(20)]
+    team_ids = "ARRAY[" + ",".join(f"'{t.pk}'::uuid" for t in teams) + "]"
+    agent_ids = "ARRAY[" + ",".join(f"'{a.pk}'::uuid" for a in agents) + "]"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            INSERT INTO tickets_ticket (id, license_id, number, short_id, status, priority, silo, subject,
+                requester_email, requester_name, people_in_the_loop, assignment_team_id, assignment_agent_id,
+                custom_fields, rating_requeest_sent, rating_score, rating_comment, rated_at, language,
+                status_changed_at, last_message_at, search_text, created_at, created_by_type, updated_at)
+            SELECT gen_random_uuid(), %(lic)s, g, g::text,
+                (ARRAY['open','pending','solved','closed','solved'])[1 + g %% 5], 0, 'tickets', 'Bench ' || g,
+                'c' || g || '@example.com', '', '[]', ({team_ids})[1 + g %% 5], ({agent_ids})[1 + g %% 20],
+                '{{}}', false,
+                CASE WHEN g %% 10 < 3 THEN (ARRAY['good','bad','good'])[1 + g %% 3] ELSE '' END, '',
+                CASE WHEN g %% 10 < 3 THEN now() - (g * interval '31 seconds') + interval '5 hours' END,
+                'none', now() - (g * interval '31 seconds'), now() - (g * interval '31 seconds'), '',
+                now() - (g * interval '31 seconds'), 'system', now() - (g * interval '31 seconds')
+            FROM generate_series(1, %(n)s) AS g
+            """,
+            {"lic": license.pk, "n": n},
+        )
+        cursor.execute(
+            f"""
+            INSERT INTO tickets_ticketmetrics (ticket_id, license_id, source, first_client_message_at,
+                first_response_at, first_response_seconds, first_response_agent_id, first_response_team_id,
+                cycle_started_at)
+            SELECT id, license_id, (ARRAY['email','api','email','admin'])[1 + number %% 4], created_at,
+                CASE WHEN number %% 10 < 7 THEN created_at + (number %% 7200) * interval '1 second' END,
+                CASE WHEN number %% 10 < 7 THEN (number %% 7200)::float END,
+                CASE WHEN number %% 10 < 7 THEN ({agent_ids})[1 + number %% 20] END,
+                CASE WHEN number %% 10 < 7 THEN ({team_ids})[1 + number %% 5] END, NULL
+            FROM tickets_ticket WHERE license_id = %(lic)s
+            """,
+            {"lic": license.pk},
+        )
+        cursor.execute(
+            """
+            INSERT INTO tickets_ticketresolution (ticket_id, license_id, started_at, solved_at, seconds, agent_id,
+                team_id)
+            SELECT id, license_id, created_at, created_at + (number %% 86400) * interval '1 second',
+                (number %% 86400)::float, assignment_agent_id, assignment_team_id
+            FROM tickets_ticket WHERE license_id = %(lic)s AND number %% 10 < 6
+            """,
+            {"lic": license.pk},
+        )
+        cursor.execute(
+            "INSERT INTO tickets_ticket_teams (ticket_id, team_id, license_id, silo, status) "
+            "SELECT id, assignment_team_id, license_id, silo, status FROM tickets_ticket WHERE license_id = %s",
+            [license.pk],
+        )
+        cursor.execute("ANALYZE")
+    return license
+
+
+def time_reports(license: License, runs: int) -> None:
+    from tickets.reports.api import report_document
+    from tickets.reports.registry import REPORTS
+
+    team = license.teams.order_by("pk").first()
+    print(f"{'report':28} {'30 days p50':>12} {'p95':>8} {'365 days p50':>13} {'p95':>8}   (ms)")
+    for name in sorted(REPORTS):
+        cells = []
+        for days in (30, 365):
+            params = {"from": f"-{days}d", "to": "+1d"}
+            if name.startswith("status"):
+                params["status"] = "open"
+            data = QueryDict(mutable=True)
+            data.update(params)
+            report_document(name, data, license)  # warm
+            spent = []
+            for _ in range(runs):
+                started = time.perf_counter()
+                report_document(name, data, license)
+                spent.append((time.perf_counter() - started) * 1000)
+            spent.sort()
+            cells += [statistics.median(spent), spent[max(0, int(len(spent) * 0.95) - 1)]]
+        print(f"{name:28} {cells[0]:12.1f} {cells[1]:8.1f} {cells[2]:13.1f} {cells[3]:8.1f}")
+    data = QueryDict(mutable=True)
+    data.update({"from": "-30d", "to": "+1d"})
+    data.setlist("teamIDs[]", [str(team.pk)])
+    started = time.perf_counter()
+    report_document("newTickets", data, license)
+    print(f"newTickets, 30 days, one team: {(time.perf_counter() - started) * 1000:.1f} ms")
+
+
+def write_cost() -> None:
+    from accounts import services as accounts_services
+    from helpdesk.context import SYSTEM, acting_as
+    from tickets import services
+    from tickets.reports import wiring
+    from tickets.signals import events_recorded
+
+    license = License.objects.filter(settings__companyName="Reports write cost").first()
+    if license is None:  # the seeded license's tickets took no numbers from its sequence: another one
+        license = accounts_services.license_create(
+            owner_email="reports-cost@example.com", company_name="Reports write cost"
+        )
+    agent = license.agents.order_by("created_at").first()
+    for receiver in (True, False):
+        if not receiver:
+            events_recorded.disconnect(dispatch_uid="tickets.reports.metrics")
+        with acting_as(SYSTEM):
+            ticket = services.ticket_create(
+                license=license, subject="cost", requester={"email": "x@example.com"}, message={"text": "hi"},
+                author_type="client",
+            )  # fmt: skip
+            with CaptureQueriesContext(connection) as reply:
+                services.ticket_update(ticket=ticket, author_agent=agent, message={"text": "answer"})
+            with CaptureQueriesContext(connection) as solve:
+                services.ticket_update(ticket=ticket, status="solved", force=True)
+        print(f"metrics {'on ' if receiver else 'off'}: reply {len(reply)} statements, solve {len(solve)}")
+    events_recorded.connect(wiring.on_events_recorded, dispatch_uid="tickets.reports.metrics")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tickets", type=int, default=100_000)
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--cost-only", action="store_true", help="only the statements a write costs")
+    args = parser.parse_args()
+    if args.cost_only:
+        write_cost()
+        return
+    started = time.perf_counter()
+    license = seed(args.tickets)
+    print(
+        f"license {license.pk}: {license.tickets.count()} tickets (seeded in {time.perf_counter() - started:.0f} s)"
+    )
+    time_reports(license, args.runs)
+    write_cost()
+
+
+if __name__ == "__main__":
+    main()
