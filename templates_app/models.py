@@ -127,6 +127,7 @@ class ReplyAddress(LicenseOwned, Stamped):
     verified_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        verbose_name_plural = "reply addresses"  # not Django's "reply addresss"
         constraints = [
             models.UniqueConstraint("license", Lower("email"), name="reply_address_email_unique"),
         ]

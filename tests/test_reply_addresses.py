@@ -163,6 +163,13 @@ def test_the_admin_lists_only_the_staff_members_licenses(staff_owner, license, o
     assert b"mine@acme.example" in page.content and b"theirs@other.example" not in page.content
 
 
+def test_the_admin_names_them_reply_addresses(staff_owner):
+    index = staff_owner.get("/admin/").content.decode()
+    listed = staff_owner.get("/admin/templates_app/replyaddress/").content.decode()
+    for page in (index, listed):
+        assert "Reply addresses" in page and "addresss" not in page
+
+
 def test_the_admin_adds_through_the_service_which_mails_the_link(
     staff_owner, license, django_capture_on_commit_callbacks
 ):

@@ -1,0 +1,16 @@
+# The admin says "Reply addresses", not Django's automatic "Reply addresss" (issue 30).
+
+from django.db import migrations
+
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("templates_app", "0008_outbound_claim"),
+    ]
+
+    operations = [
+        migrations.AlterModelOptions(
+            name="replyaddress",
+            options={"verbose_name_plural": "reply addresses"},
+        ),
+    ]
