@@ -40,6 +40,9 @@ class Actor:
     ip: str = ""
     user_agent: str = ""
     app_name: str = ""  # the OAuth app acting for the person (Bearer requests), else ""
+    # Where the actor acts from when it is not its type's usual place (tickets.events.SOURCE_BY_ACTOR): `web`
+    # for a customer on a public page; "" for the usual one.
+    source: str = ""
 
     @property
     def created_by_type(self) -> str:

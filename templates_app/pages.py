@@ -125,8 +125,9 @@ def rating_page(request):
     if score not in rating.SCORES:
         return _error(request, title, "Choose good or bad.")
     if (score, comment) != (ticket.rating_score, ticket.rating_comment):  # a double submit writes nothing
-        # The customer rates, through the link their e-mail carried (the event's author is the requester).
-        with acting_as(Actor(type=EMAIL_MESSAGE, email=ticket.requester_email)):
+        # The customer rates, through the link their e-mail carried (the event's author is the requester), on
+        # this page: the event's source is `web`, not `email`.
+        with acting_as(Actor(type=EMAIL_MESSAGE, email=ticket.requester_email, source="web")):
             ticket_services.ticket_rate(ticket=ticket, score=score, comment=comment)
     return render(request, TEMPLATE, {"title": title, "done": "Thank you: your rating is recorded."})
 

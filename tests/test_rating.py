@@ -97,6 +97,10 @@ def test_the_link_opens_a_page_and_a_second_submit_changes_the_answer(
     assert doc["rating"]["score"] == "bad"
     event = TicketEvent.objects.filter(ticket=ticket, type="rating").order_by("created_at").last()
     assert event.author_type == "client" and event.payload["score"] == "bad"
+    # given on the web page, not by e-mail: the event's source says so (the author still is the requester)
+    assert (event.source_type, event.detailed_source) == ("web", "emailMessage")
+    [shown] = [e for e in doc["events"] if e["ID"] == str(event.pk)]
+    assert shown["source"] == {"type": "web", "detailedSource": "emailMessage"}
 
     # searchable with the rating filter
     def ids(score):

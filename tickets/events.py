@@ -3,7 +3,8 @@
 tickets.services calls these inside the transaction of the write they record, so a history entry exists exactly
 when its change does. Who and from where come from the actor context (helpdesk.context), not from arguments:
 an `administrator` writes from `admin`, an `agent`/`api` caller from `api`, an `emailMessage` from `email`, and
-scheduled tasks and the system from `system`; `detailedSource` keeps the actor type itself. The events' JSON is
+scheduled tasks and the system from `system`, a customer on a public page (the rating page) from `web` (the
+actor's `source`); `detailedSource` keeps the actor type itself. The events' JSON is
 built in tickets.events_output.
 """
 
@@ -96,7 +97,7 @@ class History:
         self.created = created  # the events of a new ticket (webhooks tell tickets.create from .update)
         self.now = now or timezone.now()
         actor = context.current_actor()
-        self.source_type = SOURCE_BY_ACTOR.get(actor.type, "system")
+        self.source_type = actor.source or SOURCE_BY_ACTOR.get(actor.type, "system")
         self.detailed_source = actor.type
         self.events: list[TicketEvent] = []
 

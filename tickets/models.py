@@ -239,7 +239,8 @@ EVENT_TYPES = [
     "unmerge",
     "rule",
 ]  # fmt: skip
-SOURCE_TYPES = ["api", "email", "admin", "system"]
+# `web`: a customer on one of the public pages (the rating page), reached from a link their e-mail carried.
+SOURCE_TYPES = ["api", "email", "admin", "system", "web"]
 
 
 class TicketEvent(LicenseOwned):
