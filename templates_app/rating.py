@@ -1,6 +1,6 @@
-"""Rating requests: when a ticket is solved the first time, the requester gets one e-mail with two signed links
-(good, bad) to the public page /ratings, where they may add a comment and submit (tickets.services.ticket_rate
-writes the rating and its `rating` event).
+"""Rating requests: when a ticket is solved the first time, the requester gets one e-mail, a reply in the ticket's
+thread (In-Reply-To, References), with two signed links (good, bad) to the public page /ratings, where they may
+add a comment and submit (tickets.services.ticket_rate writes the rating and its `rating` event).
 
 The links carry the ticket's ID and the score, signed (salted, timestamped, HELPDESK_RATING_LINK_MAX_AGE_DAYS);
 a link opened again shows the page again and a second submit changes the answer: a ticket has one rating.
@@ -47,7 +47,7 @@ def read_token(value: str) -> tuple[str, str] | None:
 def on_rating_requested(sender, *, ticket, asked_at=None, **kwargs) -> OutboundMessage | None:
     """Receiver of tickets.signals.rating_requested (in the transaction that solves the ticket, or that asks now:
     `asked_at`, POST /v1/tickets/{ID}/ratingRequests, one e-mail per ticket and hour however often asked)."""
-    from templates_app import ticket_mail
+    from templates_app import ticket_delivery, ticket_mail
 
     if ticket.silo != "tickets" or not ticket.requester_email:
         return None
@@ -72,6 +72,10 @@ def on_rating_requested(sender, *, ticket, asked_at=None, **kwargs) -> OutboundM
     template = team.template if team is not None and team.template_id else None
     rendered, inline = mail.render_for_license(license=license, context=context, template=template)
     from_email, reply_to = ticket_mail.sender(license=license, team=team, short_id=ticket.short_id)
+    # A reply in the ticket's thread (the mails received and those sent to the requester), not a new one.
+    thread = ticket_delivery.threading_headers(
+        ticket_delivery.thread_ids(ticket=ticket, recipient=ticket.requester_email)
+    )
     return mail.message_queue(
         license=license,
         kind=KIND,
@@ -84,5 +88,5 @@ def on_rating_requested(sender, *, ticket, asked_at=None, **kwargs) -> OutboundM
         message_id=ticket_mail.new_message_id(),
         ticket=ticket,
         from_email=from_email,
-        headers={"Reply-To": reply_to, "Auto-Submitted": "auto-generated"},
+        headers={"Reply-To": reply_to, "Auto-Submitted": "auto-generated", **thread},
     )

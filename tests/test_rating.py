@@ -59,6 +59,16 @@ def test_solving_sends_one_rating_request(owner, ticket, django_capture_on_commi
 
 
 @pytest.mark.django_db
+def test_the_rating_request_replies_in_the_tickets_thread(owner, ticket, django_capture_on_commit_callbacks):
+    _patch(owner, ticket, django_capture_on_commit_callbacks, message={"text": "Found it, on its way."})
+    reply = OutboundMessage.objects.get(ticket=ticket, to="jane@customer.example", kind="reply")
+    _patch(owner, ticket, django_capture_on_commit_callbacks, status="solved")
+    [mail] = _rating_mails()
+    assert mail.headers["In-Reply-To"] == f"<{reply.message_id}>"
+    assert reply.message_id in mail.headers["References"] and mail.message_id != reply.message_id
+
+
+@pytest.mark.django_db
 def test_other_status_changes_send_no_request(owner, ticket, django_capture_on_commit_callbacks):
     doc = _patch(owner, ticket, django_capture_on_commit_callbacks, status="pending")
     assert doc["ratingRequeestSent"] is False and _rating_mails() == []
