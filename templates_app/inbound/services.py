@@ -4,7 +4,8 @@
 - a bounce (DSN, mailer-daemon): recorded against the sent message it reports, never a ticket;
 - our own mail come back (one of our Message-IDs, or sent from one of our inbound addresses): dropped (a loop);
 - a reply (In-Reply-To/References naming a Message-ID we sent or received; else a signed reply address; else
-  the `[#shortID]` subject tag from someone on the ticket): a client message on that ticket, which reopens a
+  the `[#shortID]` subject tag from someone on the ticket, by From: a foreign Reply-To never counts; a reply
+  whose From is not on the ticket opens a new ticket when the team's `unauthReplyCreatesNewTicket` is on): a client message on that ticket, which reopens a
   solved/closed ticket and moves a ticket out of spam/trash/archive back to `tickets`;
 - anything else: a new ticket (requester From, or a single foreign Reply-To), in the team the address names.
 Spam (`X-Spam-Flag: YES`) and blocked senders never thread into an existing ticket: they open a new ticket in
@@ -239,15 +240,18 @@ def _handle(inbound: InboundMessage, target: Target, mail: parse.ParsedMail, env
         return
     blocked = is_blocked(license, sender, requester.email)
     spam = mail.spam_flag or blocked
+    # who wrote is From: a foreign Reply-To names whom to answer, never who may write into a ticket (else
+    # anyone could post, and reopen, as the requester by naming her in Reply-To)
+    author = sender or requester.email
     # from here on the sender is the person we would answer: a contact form's robot From must not make all
     # its customers one sender (storm limit) nor keep them off their own tickets
     inbound.sender = sender = requester.email[:254]
-    ticket, how = (None, "") if spam else find_ticket(target, mail, sender)
+    ticket, how = (None, "") if spam else find_ticket(target, mail, author)
     team = team_of(target)
-    if ticket is not None and not on_ticket(ticket, sender):
+    if ticket is not None and not on_ticket(ticket, author):
         ticket_team = team_of_ticket(ticket)
         if ticket_team is not None and (ticket_team.settings or {}).get("unauthReplyCreatesNewTicket"):
-            inbound.note = f"{sender} is not on ticket #{ticket.short_id}: a new ticket (team setting)"
+            inbound.note = f"{author} is not on ticket #{ticket.short_id}: a new ticket (team setting)"
             team, ticket = ticket_team, None
     txn_id, note = _store_files(license, mail.files, mail.files_omitted)
     inbound.note = inbound.note or note[1:-1] or mail.problem
