@@ -8,7 +8,7 @@
   whose From is not on the ticket opens a new ticket when the team's `unauthReplyCreatesNewTicket` is on): a client message on that ticket, which reopens a
   solved/closed ticket and moves a ticket out of spam/trash/archive back to `tickets`;
 - anything else: a new ticket (requester From, or a single foreign Reply-To), in the team the address names.
-Spam (`X-Spam-Flag: YES`) and blocked senders never thread into an existing ticket: they open a new ticket in
+Spam (`X-Spam-Flag: YES`, unless the From is a trusted sender) and blocked senders never thread into an existing ticket: they open a new ticket in
 the `spam` silo, so a spammer cannot write into (or un-spam) a customer's conversation.
 
 Errors: UnknownRecipient (no license of ours is a recipient: the MTA bounces it, exit 67 / SMTP 550) and
@@ -29,7 +29,7 @@ from accounts.models import Attachment, License, Team
 from helpdesk.context import EMAIL_MESSAGE, Actor, acting_as
 from helpdesk.errors import TooLarge
 from helpdesk.transactions import unit_of_work
-from templates_app import ticket_mail
+from templates_app import senders, ticket_mail
 from templates_app.addresses import parse_inbound_address
 from templates_app.inbound import parse, storm
 from templates_app.inbound.selectors import (
@@ -38,13 +38,14 @@ from templates_app.inbound.selectors import (
     find_ticket,
     is_blocked,
     is_our_message_id,
+    is_trusted,
     license_for,
     on_ticket,
     outbound_by_message_ids,
     team_of,
     team_of_ticket,
 )
-from templates_app.models import BlockedSender, InboundMessage, OutboundMessage
+from templates_app.models import InboundMessage, OutboundMessage
 from tickets import services as ticket_services
 from tickets.models import READ_ONLY_SILOS, Message, Ticket
 
@@ -239,7 +240,8 @@ def _handle(inbound: InboundMessage, target: Target, mail: parse.ParsedMail, env
         inbound.kind, inbound.note = InboundMessage.KIND_LOOP, "no sender address: dropped"
         return
     blocked = is_blocked(license, sender, requester.email)
-    spam = mail.spam_flag or blocked
+    # trusted by From alone (a Reply-To is anyone's to write); a block of the same sender still wins
+    spam = blocked or (mail.spam_flag and not is_trusted(license, sender))
     # who wrote is From: a foreign Reply-To names whom to answer, never who may write into a ticket (else
     # anyone could post, and reopen, as the requester by naming her in Reply-To)
     author = sender or requester.email
@@ -355,36 +357,10 @@ def inbound_message_receive(
     )
 
 
-# --- blocked senders ------------------------------------------------------------------------------------------
+# --- blocked senders (templates_app.senders; these names are the admin's) -----------------------------------
 
-
-def _normalized_block(email: str) -> str:
-    from helpdesk.errors import field_error
-
-    value = (email or "").strip().lower()
-    local, at, domain = value.rpartition("@")
-    if not at or not domain or "." not in domain or " " in value or local.count("@"):
-        raise field_error("email", "An address (jo@example.com) or a domain (@example.com).")
-    return value
-
-
-@unit_of_work
-def blocked_sender_create(*, license: License, email: str) -> BlockedSender:
-    from accounts.services import stamp_create
-    from helpdesk.errors import field_error
-
-    email = _normalized_block(email)
-    if BlockedSender.objects.filter(license=license, email__iexact=email).exists():
-        raise field_error("email", "This sender is already blocked.", code="unique")
-    blocked = BlockedSender(license=license, email=email)
-    stamp_create(blocked)
-    blocked.save()
-    return blocked
-
-
-@unit_of_work
-def blocked_sender_delete(*, blocked: BlockedSender) -> None:
-    blocked.delete()
+blocked_sender_create = senders.blocked_sender_create
+blocked_sender_delete = senders.blocked_sender_delete
 
 
 # --- purge ------------------------------------------------------------------------------------------------
