@@ -85,3 +85,19 @@ def test_a_trusted_sender_wins_over_the_spam_flag_never_over_a_block(license):
     BlockedSender.objects.create(license=license, email="jo@partner.example")
     assert _receive(license, simple(sender="jo@partner.example", headers=flagged)).silo == "spam"
     assert _receive(license, simple(sender="jo@partner.example")).silo == "spam"
+
+
+def test_a_blocked_senders_reply_to_its_own_ticket_is_kept_there_without_reopening_it(license):
+    from tickets.models import Message
+
+    ticket = _receive(license, simple(sender="jo@spammy.example", headers={"Message-ID": "<first@spammy>"}))
+    Ticket.objects.filter(pk=ticket.pk).update(status="solved")
+    BlockedSender.objects.create(license=license, email="@spammy.example")
+    reply = _receive(license, simple(sender="jo@spammy.example", headers={"In-Reply-To": "<first@spammy>"}))
+    assert reply.pk == ticket.pk and Message.objects.filter(ticket=ticket).count() == 2
+    assert (reply.status, reply.silo) == ("solved", "tickets")
+    flagged = {"In-Reply-To": "<first@spammy>", "X-Spam-Flag": "YES"}
+    assert _receive(license, simple(sender="jo@spammy.example", headers=flagged)).pk != ticket.pk
+    # someone else of the blocked domain, not on the ticket: a new ticket in spam
+    other = _receive(license, simple(sender="al@spammy.example", headers={"In-Reply-To": "<first@spammy>"}))
+    assert other.pk != ticket.pk and other.silo == "spam"

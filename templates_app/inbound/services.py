@@ -8,8 +8,10 @@
   whose From is not on the ticket opens a new ticket when the team's `unauthReplyCreatesNewTicket` is on): a client message on that ticket, which reopens a
   solved/closed ticket and moves a ticket out of spam/trash/archive back to `tickets`;
 - anything else: a new ticket (requester From, or a single foreign Reply-To), in the team the address names.
-Spam (`X-Spam-Flag: YES`, unless the From is a trusted sender) and blocked senders never thread into an existing ticket: they open a new ticket in
-the `spam` silo, so a spammer cannot write into (or un-spam) a customer's conversation.
+Spam (`X-Spam-Flag: YES`, unless the From is a trusted sender) never threads into an existing ticket: it opens a
+new ticket in the `spam` silo, so a spammer cannot write into (or un-spam) a customer's conversation. A blocked
+sender's new mail goes to `spam` too; its reply to a ticket it is already on (by From, not in spam/trash/archive)
+is kept there without reopening it.
 
 Errors: UnknownRecipient (no license of ours is a recipient: the MTA bounces it, exit 67 / SMTP 550) and
 MessageTooLarge; database trouble propagates (the entrances answer "try again later", exit 75 / SMTP 451).
@@ -205,11 +207,19 @@ def _new_ticket(
     return ticket
 
 
-def _reply(ticket: Ticket, mail, txn_id, note: str) -> Ticket:
+def _blocked_reply_kept(ticket: Ticket, author: str) -> Ticket | None:
+    """A blocked sender's reply to a ticket it is already on (by From) is kept there, without reopening it;
+    one to a ticket in spam/trash/archive, or to a ticket it is not on, opens a new ticket in spam."""
+    if ticket.silo in READ_ONLY_SILOS or not on_ticket(ticket, author):
+        return None
+    return ticket
+
+
+def _reply(ticket: Ticket, mail, txn_id, note: str, *, reopen: bool = True) -> Ticket:
     if ticket.silo in READ_ONLY_SILOS:
         # spam/trash: the contract moves it back; archive too, or the customer's reply could not be added
         ticket = ticket_services.ticket_update(ticket=ticket, silo="tickets")
-    reopen = {"status": "open"} if ticket.status in ("solved", "closed") else {}
+    reopen = {"status": "open"} if reopen and ticket.status in ("solved", "closed") else {}
     return ticket_services.ticket_update(
         ticket=ticket,
         message=_message_dict(mail, note),
@@ -241,14 +251,16 @@ def _handle(inbound: InboundMessage, target: Target, mail: parse.ParsedMail, env
         return
     blocked = is_blocked(license, sender, requester.email)
     # trusted by From alone (a Reply-To is anyone's to write); a block of the same sender still wins
-    spam = blocked or (mail.spam_flag and not is_trusted(license, sender))
+    flagged = mail.spam_flag and not is_trusted(license, sender)
+    spam = blocked or flagged
     # who wrote is From: a foreign Reply-To names whom to answer, never who may write into a ticket (else
     # anyone could post, and reopen, as the requester by naming her in Reply-To)
     author = sender or requester.email
     # from here on the sender is the person we would answer: a contact form's robot From must not make all
     # its customers one sender (storm limit) nor keep them off their own tickets
     inbound.sender = sender = requester.email[:254]
-    ticket, how = (None, "") if spam else find_ticket(target, mail, author)
+    ticket, how = (None, "") if flagged else find_ticket(target, mail, author)
+    ticket = _blocked_reply_kept(ticket, author) if blocked and ticket is not None else ticket
     team = team_of(target)
     if ticket is not None and not on_ticket(ticket, author):
         ticket_team = team_of_ticket(ticket)
@@ -258,9 +270,10 @@ def _handle(inbound: InboundMessage, target: Target, mail: parse.ParsedMail, env
     txn_id, note = _store_files(license, mail.files, mail.files_omitted)
     inbound.note = inbound.note or note[1:-1] or mail.problem
     if ticket is not None:
-        ticket = _reply(ticket, mail, txn_id, note)
+        ticket = _reply(ticket, mail, txn_id, note, reopen=not blocked)
         inbound.kind = InboundMessage.KIND_REPLY
-        inbound.note = inbound.note or f"reply to #{ticket.short_id} (by {how})"
+        kept = " kept, from a blocked sender" if blocked else ""
+        inbound.note = inbound.note or f"reply to #{ticket.short_id} (by {how}){kept}"
     else:
         ticket = _new_ticket(inbound, target, mail, requester, spam=spam, team=team, txn_id=txn_id, note=note)
         inbound.kind = InboundMessage.KIND_TICKET
