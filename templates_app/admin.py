@@ -10,7 +10,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from accounts.admin.tenancy import LicenseScopedAdmin, ReadOnlyLicenseScopedAdmin, ScopedRelatedListFilter
-from templates_app import mail, reply_addresses, services
+from templates_app import mail, reply_addresses, senders, services
 from templates_app.inbound import services as inbound_services
 from templates_app.models import (
     BlockedSender,
@@ -19,6 +19,7 @@ from templates_app.models import (
     OutboundMessage,
     ReplyAddress,
     Template,
+    TrustedSender,
 )
 from templates_app.rendering import render
 from tickets.admin import dashboard
@@ -250,6 +251,36 @@ class BlockedSenderAdmin(LicenseScopedAdmin):
 
     def delete_object(self, request, obj):
         inbound_services.blocked_sender_delete(blocked=obj)
+
+
+class TrustedSenderForm(forms.ModelForm):
+    class Meta:
+        model = TrustedSender
+        fields = ("license", "email")
+
+
+@admin.register(TrustedSender)
+class TrustedSenderAdmin(LicenseScopedAdmin):
+    """Senders (or whole domains) whose mail is never marked spam, unless also blocked."""
+
+    form = TrustedSenderForm
+    list_display = ("email", "license", "created_at")
+    list_select_related = ("license",)
+    list_filter = (("license", ScopedRelatedListFilter),)
+    search_fields = ("email",)
+    ordering = ("license", "email")
+    autocomplete_fields = ("license",)
+
+    def get_readonly_fields(self, request, obj=None):
+        return ("license", "email") if obj else ()
+
+    def save_model(self, request, obj, form, change):
+        if not change:
+            saved = senders.trusted_sender_create(license=obj.license, email=obj.email)
+            obj.pk = saved.pk
+
+    def delete_model(self, request, obj):
+        senders.trusted_sender_delete(trusted=obj)
 
 
 def mail_failures(panels, license_ids) -> None:

@@ -198,7 +198,7 @@ def _email(message: OutboundMessage) -> EmailMultiAlternatives:
     )
     if message.html:
         email.attach_alternative(message.html, "text/html")
-    if message.ticket_message_id is not None:
+    if message.ticket_message_id is not None and message.kind != OutboundMessage.KIND_ACKNOWLEDGEMENT:
         for attachment in ticket_delivery.split_attachments(message.ticket_message)[0]:
             with attachment.file.open("rb") as handle:
                 email.attach(attachment.name, handle.read(), attachment.content_type or None)

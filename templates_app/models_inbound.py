@@ -1,5 +1,5 @@
 """Received mail: one InboundMessage per message and license (the raw bytes in the file storage), and the
-senders whose mail goes to the spam silo (BlockedSender)."""
+senders whose mail goes to the spam silo (BlockedSender) and those never marked spam (TrustedSender)."""
 
 from __future__ import annotations
 
@@ -77,6 +77,24 @@ class BlockedSender(LicenseOwned, Stamped):
     class Meta:
         constraints = [
             models.UniqueConstraint("license", Lower("email"), name="blocked_sender_unique_per_license")
+        ]
+
+    def __str__(self):
+        return self.email
+
+
+class TrustedSender(LicenseOwned, Stamped):
+    """A sender whose mail is never marked spam (over `X-Spam-Flag`; a block of the same sender still wins): an
+    exact address (jo@example.com) or a domain (@example.com)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    email = models.CharField(
+        max_length=254, help_text="An address (jo@example.com) or a whole domain (@example.com)."
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint("license", Lower("email"), name="trusted_sender_unique_per_license")
         ]
 
     def __str__(self):

@@ -113,7 +113,7 @@ def _author(message) -> str:
     return (message.ticket.license.settings or {}).get("companyName") or "HelpDesk"
 
 
-def appendix(*, message, ticket, signature: str | None, thread: bool) -> Rendered:
+def appendix(*, message, ticket, signature: str | None, thread: bool, files: bool = True) -> Rendered:
     """What goes below the template's body: the signature (when the template has no place for it), links to
     files too large to attach, and the earlier messages of the thread (newest first; `thread` False: none,
     also when the message is the ticket's first)."""
@@ -121,7 +121,7 @@ def appendix(*, message, ticket, signature: str | None, thread: bool) -> Rendere
     if signature:
         text.append(signature)
         markup.append("<p>" + html_lib.escape(signature).replace("\n", "<br>") + "</p>")
-    _, linked = split_attachments(message)
+    _, linked = split_attachments(message) if files else ([], [])
     if linked:
         lines = [f"- {a.name}: {attachment_link(a)}" for a in linked]
         text.append("Attachments:\n" + "\n".join(lines))
@@ -154,10 +154,13 @@ def appendix(*, message, ticket, signature: str | None, thread: bool) -> Rendere
     return Rendered(text="\n\n".join(text), html="".join(markup))
 
 
-def render_ticket_mail(*, ticket, team, message, body: str, first: bool = False) -> tuple[Rendered, list]:
+def render_ticket_mail(
+    *, ticket, team, message, body: str, first: bool = False, files: bool = True
+) -> tuple[Rendered, list]:
     """The mail of `message` (or an acknowledgement `body`) in `team`'s template, else the license's.
 
-    `first`: the message opened the ticket (no thread to quote)."""
+    `first`: the message opened the ticket (no thread to quote). `files` False: no links to the message's
+    files (an acknowledgement)."""
     license = ticket.license
     template = (team.template if team and team.template_id else None) or license.default_template
     agent = message.author_agent if message.author_type == "agent" else None
@@ -189,7 +192,7 @@ def render_ticket_mail(*, ticket, team, message, body: str, first: bool = False)
         context=context,
         powered_by=mail.powered_by(license),
         logo_cid=mail.cid(logo) if logo else None,
-        appendix=appendix(message=message, ticket=ticket, signature=signature, thread=thread),
+        appendix=appendix(message=message, ticket=ticket, signature=signature, thread=thread, files=files),
     )
     return rendered, [logo] if logo else []
 
@@ -208,7 +211,12 @@ def _queue(
 ):
     """`first`: the message opened the ticket, which has no earlier message to quote nor Message-ID to name."""
     team = ticket_team(ticket)  # one look-up for the template and the sender
-    rendered, inline = render_ticket_mail(ticket=ticket, team=team, message=message, body=body, first=first)
+    # an acknowledgement never carries (nor links) the received mail's files: anyone could relay a file
+    # through the team's identity to any address named as the requester
+    files = kind != OutboundMessage.KIND_ACKNOWLEDGEMENT
+    rendered, inline = render_ticket_mail(
+        ticket=ticket, team=team, message=message, body=body, first=first, files=files
+    )
     from_email, reply_to = sender(license=ticket.license, team=team, short_id=ticket.short_id)
     rows = []
     for recipient in to:

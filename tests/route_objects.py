@@ -31,6 +31,18 @@ def _reply_address_pk(license):
     return ReplyAddress.objects.create(license=license, email=f"support{license.pk}@example.com").pk
 
 
+def _blocked_email_pk(license):
+    from templates_app.models import BlockedSender
+
+    return BlockedSender.objects.create(license=license, email=f"@blocked{license.pk}.example").pk
+
+
+def _trusted_email_pk(license):
+    from templates_app.models import TrustedSender
+
+    return TrustedSender.objects.create(license=license, email=f"@trusted{license.pk}.example").pk
+
+
 def _webhook_pk(license):
     from tickets.webhooks.models import Webhook
 
@@ -92,6 +104,8 @@ ROUTE_OBJECTS = {
     "template": lambda license: TemplateFactory(license=license).pk,
     "subscription": lambda license: SubscriptionFactory(license=license).pk,
     "reply-address": _reply_address_pk,
+    "blocked-email": _blocked_email_pk,
+    "trusted-email": _trusted_email_pk,
     "webhook": _webhook_pk,
     "view": _view_pk,
     "custom-field": lambda license: CustomFieldFactory(license=license).pk,

@@ -578,3 +578,57 @@ def test_acknowledgements_are_limited_per_license(license, other_license, settin
     decisions = [receive(license, simple(sender=f"jo@d{n}.example")).auto_reply_allowed for n in range(7)]
     assert decisions == [True] * 5 + [False] * 2
     assert receive(other_license, simple(sender="jo@d9.example")).auto_reply_allowed
+
+
+# --- authenticity: who may write into a ticket --------------------------------------------------------------
+
+
+def _spoof(license, ticket, **headers):
+    """Mallory's mail: From her own address, Reply-To the requester, the ticket's tag in the subject."""
+    reply_to = f"{ticket.requester_name} <{ticket.requester_email}>"
+    return simple(
+        sender="mallory@evil.test",
+        subject=f"Re: [#{ticket.short_id}] {ticket.subject}",
+        headers={"Reply-To": reply_to, **headers},
+    )
+
+
+def test_a_foreign_reply_to_naming_the_requester_does_not_thread_by_the_subject_tag(license):
+    ticket, _ = _first(license)
+    Ticket.objects.filter(pk=ticket.pk).update(status="solved")
+    result = receive(license, _spoof(license, ticket))
+    # the tag alone threads only the mail of someone on the ticket, and Mallory (From) is not
+    assert result.kind == "ticket" and result.ticket_id != ticket.pk
+    assert Ticket.objects.get(pk=ticket.pk).status == "solved" and len(messages(ticket)) == 1
+
+
+def test_a_foreign_reply_to_naming_the_requester_is_unauthenticated_when_the_team_says_so(license):
+    team = license.default_team
+    team.settings = {**team.settings, "unauthReplyCreatesNewTicket": True}
+    team.save()
+    ticket, first_id = _first(license)
+    Ticket.objects.filter(pk=ticket.pk).update(status="solved")
+    result = receive(license, _spoof(license, ticket, **{"In-Reply-To": first_id}))
+    assert result.kind == "ticket" and result.ticket_id != ticket.pk
+    assert Ticket.objects.get(pk=ticket.pk).status == "solved" and len(messages(ticket)) == 1
+    # the requester herself (From) still replies into it
+    result = receive(license, simple(sender="jana.novak@example.com", headers={"In-Reply-To": first_id}))
+    assert result.ticket_id == ticket.pk and Ticket.objects.get(pk=ticket.pk).status == "open"
+
+
+@pytest.mark.parametrize("attach_limit", [None, 0])  # None: the file would be attached; 0: linked
+def test_an_acknowledgement_never_carries_the_received_mails_files(license, settings, attach_limit):
+    # anyone could otherwise relay a file (or a link to it) through the team's identity to any address
+    from django.core import mail as outbox
+
+    from templates_app.mail import deliver
+
+    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    if attach_limit is not None:
+        settings.HELPDESK_MAIL_ATTACHMENTS_MAX_BYTES = attach_limit
+    result = receive(license, load("base64.eml"))
+    (row,) = _acknowledgements(result)
+    assert Attachment.objects.filter(transaction=messages(ticket_of(result))[0].transaction).count() == 1
+    deliver(message_id=row.pk)
+    (sent,) = outbox.outbox
+    assert sent.attachments == [] and "contract.pdf" not in sent.body

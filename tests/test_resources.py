@@ -111,12 +111,14 @@ def test_a_process_that_never_served_a_request_still_knows_the_resources(tmp_pat
     assert out.stdout.strip() == str(
         [
             "apps",
+            "blockedEmails",
             "cannedResponses",
             "customFields",
             "macros",
             "replyAddresses",
             "rules",
             "tags",
+            "trustedEmails",
             "views",
             "webhooks",
         ]

@@ -19,7 +19,7 @@ RESOURCES = {
     "licenses": "the license settings",
     "agents": "agents",
     "teams": "teams",
-    "templates": "e-mail templates and reply addresses",
+    "templates": "e-mail templates, reply addresses and blocked and trusted senders",
     "tickets": "tickets, their messages and attachments",
     "tags": "tags",
     "subscriptions": "subscriptions and billing",
@@ -38,6 +38,8 @@ PATH_RESOURCES = {
     "transactions": "tickets",
     "attachments": "tickets",
     "replyAddresses": "templates",
+    "blockedEmails": "templates",
+    "trustedEmails": "templates",
 }
 REACH = {"my": "your own", "access": "the accessible", "all": "all"}
 MODES = {"ro": "Read", "rw": "Read and change"}

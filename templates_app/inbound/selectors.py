@@ -8,7 +8,7 @@ import dataclasses
 from accounts.models import License, Team
 from templates_app.addresses import InboundAddress, inbound_domain, parse_inbound_address
 from templates_app.inbound import parse
-from templates_app.models import BlockedSender, InboundMessage, OutboundMessage
+from templates_app.models import BlockedSender, InboundMessage, OutboundMessage, TrustedSender
 from tickets.models import Ticket
 
 # --- recipients ---------------------------------------------------------------------------------------
@@ -111,13 +111,22 @@ def find_ticket(target: Target, mail: parse.ParsedMail, sender: str) -> tuple[Ti
     return ticket, how
 
 
-def is_blocked(license: License, *emails: str) -> bool:
-    """Whether any of `emails` (or its domain) is blocked in the license: one query (stored lower case)."""
+def _entries(emails) -> set[str]:
     values = set()
     for email in emails:
         email = email.lower()
         values.update({email, "@" + email.rpartition("@")[2]})
-    return BlockedSender.objects.filter(license=license, email__in=values).exists()
+    return values
+
+
+def is_blocked(license: License, *emails: str) -> bool:
+    """Whether any of `emails` (or its domain) is blocked in the license: one query (stored lower case)."""
+    return BlockedSender.objects.filter(license=license, email__in=_entries(emails)).exists()
+
+
+def is_trusted(license: License, email: str) -> bool:
+    """Whether `email` (or its domain) is trusted in the license: one query (stored lower case)."""
+    return TrustedSender.objects.filter(license=license, email__in=_entries([email])).exists()
 
 
 def team_of(target: Target) -> Team | None:

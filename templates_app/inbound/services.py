@@ -4,11 +4,14 @@
 - a bounce (DSN, mailer-daemon): recorded against the sent message it reports, never a ticket;
 - our own mail come back (one of our Message-IDs, or sent from one of our inbound addresses): dropped (a loop);
 - a reply (In-Reply-To/References naming a Message-ID we sent or received; else a signed reply address; else
-  the `[#shortID]` subject tag from someone on the ticket): a client message on that ticket, which reopens a
+  the `[#shortID]` subject tag from someone on the ticket, by From: a foreign Reply-To never counts; a reply
+  whose From is not on the ticket opens a new ticket when the team's `unauthReplyCreatesNewTicket` is on): a client message on that ticket, which reopens a
   solved/closed ticket and moves a ticket out of spam/trash/archive back to `tickets`;
 - anything else: a new ticket (requester From, or a single foreign Reply-To), in the team the address names.
-Spam (`X-Spam-Flag: YES`) and blocked senders never thread into an existing ticket: they open a new ticket in
-the `spam` silo, so a spammer cannot write into (or un-spam) a customer's conversation.
+Spam (`X-Spam-Flag: YES`, unless the From is a trusted sender) never threads into an existing ticket: it opens a
+new ticket in the `spam` silo, so a spammer cannot write into (or un-spam) a customer's conversation. A blocked
+sender's new mail goes to `spam` too; its reply to a ticket it is already on (by From, not in spam/trash/archive)
+is kept there without reopening it.
 
 Errors: UnknownRecipient (no license of ours is a recipient: the MTA bounces it, exit 67 / SMTP 550) and
 MessageTooLarge; database trouble propagates (the entrances answer "try again later", exit 75 / SMTP 451).
@@ -28,7 +31,7 @@ from accounts.models import Attachment, License, Team
 from helpdesk.context import EMAIL_MESSAGE, Actor, acting_as
 from helpdesk.errors import TooLarge
 from helpdesk.transactions import unit_of_work
-from templates_app import ticket_mail
+from templates_app import senders, ticket_mail
 from templates_app.addresses import parse_inbound_address
 from templates_app.inbound import parse, storm
 from templates_app.inbound.selectors import (
@@ -37,13 +40,14 @@ from templates_app.inbound.selectors import (
     find_ticket,
     is_blocked,
     is_our_message_id,
+    is_trusted,
     license_for,
     on_ticket,
     outbound_by_message_ids,
     team_of,
     team_of_ticket,
 )
-from templates_app.models import BlockedSender, InboundMessage, OutboundMessage
+from templates_app.models import InboundMessage, OutboundMessage
 from tickets import services as ticket_services
 from tickets.models import READ_ONLY_SILOS, Message, Ticket
 
@@ -203,11 +207,19 @@ def _new_ticket(
     return ticket
 
 
-def _reply(ticket: Ticket, mail, txn_id, note: str) -> Ticket:
+def _blocked_reply_kept(ticket: Ticket, author: str) -> Ticket | None:
+    """A blocked sender's reply to a ticket it is already on (by From) is kept there, without reopening it;
+    one to a ticket in spam/trash/archive, or to a ticket it is not on, opens a new ticket in spam."""
+    if ticket.silo in READ_ONLY_SILOS or not on_ticket(ticket, author):
+        return None
+    return ticket
+
+
+def _reply(ticket: Ticket, mail, txn_id, note: str, *, reopen: bool = True) -> Ticket:
     if ticket.silo in READ_ONLY_SILOS:
         # spam/trash: the contract moves it back; archive too, or the customer's reply could not be added
         ticket = ticket_services.ticket_update(ticket=ticket, silo="tickets")
-    reopen = {"status": "open"} if ticket.status in ("solved", "closed") else {}
+    reopen = {"status": "open"} if reopen and ticket.status in ("solved", "closed") else {}
     return ticket_services.ticket_update(
         ticket=ticket,
         message=_message_dict(mail, note),
@@ -238,23 +250,30 @@ def _handle(inbound: InboundMessage, target: Target, mail: parse.ParsedMail, env
         inbound.kind, inbound.note = InboundMessage.KIND_LOOP, "no sender address: dropped"
         return
     blocked = is_blocked(license, sender, requester.email)
-    spam = mail.spam_flag or blocked
+    # trusted by From alone (a Reply-To is anyone's to write); a block of the same sender still wins
+    flagged = mail.spam_flag and not is_trusted(license, sender)
+    spam = blocked or flagged
+    # who wrote is From: a foreign Reply-To names whom to answer, never who may write into a ticket (else
+    # anyone could post, and reopen, as the requester by naming her in Reply-To)
+    author = sender or requester.email
     # from here on the sender is the person we would answer: a contact form's robot From must not make all
     # its customers one sender (storm limit) nor keep them off their own tickets
     inbound.sender = sender = requester.email[:254]
-    ticket, how = (None, "") if spam else find_ticket(target, mail, sender)
+    ticket, how = (None, "") if flagged else find_ticket(target, mail, author)
+    ticket = _blocked_reply_kept(ticket, author) if blocked and ticket is not None else ticket
     team = team_of(target)
-    if ticket is not None and not on_ticket(ticket, sender):
+    if ticket is not None and not on_ticket(ticket, author):
         ticket_team = team_of_ticket(ticket)
         if ticket_team is not None and (ticket_team.settings or {}).get("unauthReplyCreatesNewTicket"):
-            inbound.note = f"{sender} is not on ticket #{ticket.short_id}: a new ticket (team setting)"
+            inbound.note = f"{author} is not on ticket #{ticket.short_id}: a new ticket (team setting)"
             team, ticket = ticket_team, None
     txn_id, note = _store_files(license, mail.files, mail.files_omitted)
     inbound.note = inbound.note or note[1:-1] or mail.problem
     if ticket is not None:
-        ticket = _reply(ticket, mail, txn_id, note)
+        ticket = _reply(ticket, mail, txn_id, note, reopen=not blocked)
         inbound.kind = InboundMessage.KIND_REPLY
-        inbound.note = inbound.note or f"reply to #{ticket.short_id} (by {how})"
+        kept = " kept, from a blocked sender" if blocked else ""
+        inbound.note = inbound.note or f"reply to #{ticket.short_id} (by {how}){kept}"
     else:
         ticket = _new_ticket(inbound, target, mail, requester, spam=spam, team=team, txn_id=txn_id, note=note)
         inbound.kind = InboundMessage.KIND_TICKET
@@ -351,36 +370,10 @@ def inbound_message_receive(
     )
 
 
-# --- blocked senders ------------------------------------------------------------------------------------------
+# --- blocked senders (templates_app.senders; these names are the admin's) -----------------------------------
 
-
-def _normalized_block(email: str) -> str:
-    from helpdesk.errors import field_error
-
-    value = (email or "").strip().lower()
-    local, at, domain = value.rpartition("@")
-    if not at or not domain or "." not in domain or " " in value or local.count("@"):
-        raise field_error("email", "An address (jo@example.com) or a domain (@example.com).")
-    return value
-
-
-@unit_of_work
-def blocked_sender_create(*, license: License, email: str) -> BlockedSender:
-    from accounts.services import stamp_create
-    from helpdesk.errors import field_error
-
-    email = _normalized_block(email)
-    if BlockedSender.objects.filter(license=license, email__iexact=email).exists():
-        raise field_error("email", "This sender is already blocked.", code="unique")
-    blocked = BlockedSender(license=license, email=email)
-    stamp_create(blocked)
-    blocked.save()
-    return blocked
-
-
-@unit_of_work
-def blocked_sender_delete(*, blocked: BlockedSender) -> None:
-    blocked.delete()
+blocked_sender_create = senders.blocked_sender_create
+blocked_sender_delete = senders.blocked_sender_delete
 
 
 # --- purge ------------------------------------------------------------------------------------------------
