@@ -5,7 +5,7 @@ from django.db import migrations
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("templates_app", "0008_outbound_claim"),
+        ("templates_app", "0009_trusted_senders"),
     ]
 
     operations = [
