@@ -34,6 +34,10 @@ _NOT_IN_THIS_LICENSE = re.compile(
     # write carries one): rules on a string's content and across a list's items; a canned response of a team
     # the agent is not in is, like an absent one, about stored data.
     r"|^Unknown placeholder \{\{|^One message per list|is of a team you are not in\.$"
+    # A sender listed once per license, custom field keys defined by the license (stored data); a status
+    # filter only on the status reports, a time rule without event conditions (rules across parameters/items).
+    r"|^This sender is already (blocked|trusted)\.$|is not a custom field apiKey\.$"
+    r"|^Only the status reports take a status|^A time rule"
 )
 
 

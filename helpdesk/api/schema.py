@@ -196,7 +196,7 @@ def add_headers(result, generator, request, public):
 
 
 # --- Query parameters: what the server enforces (a fuzzer reading the document must not be surprised).
-_RELATIVE_OR_ISO_DATE = (
+RELATIVE_OR_ISO_DATE = _RELATIVE_OR_ISO_DATE = (
     r"^([-+][0-9]{1,3}[nhdmHDM]|[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])"
     r"(T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]Z)?)$"
 )

@@ -1,6 +1,7 @@
 """`/v1/blockedEmails` and `/v1/trustedEmails` (`GET, POST` · `GET, PATCH, DELETE /{ID}`): owners write, everyone
 reads. `{email}`: an address, or `@domain` for a whole domain (templates_app.senders)."""
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from helpdesk.api.fields import StrictCharField
@@ -25,10 +26,19 @@ class SenderSerializer(StampedOutputSerializer):
         return {name: fields[name] for name in self.Meta.fields}
 
 
+# What templates_app.senders.normalized takes, said for the document (printable ASCII, no space): an address or
+# `@domain`, a dotted domain without empty labels.
+_LABEL = r"[!-\-/-?A-~]+"
+SENDER_PATTERN = rf"^[!-?A-~]*@{_LABEL}(\.{_LABEL})+$"
+
+
+@extend_schema_field({"type": "string", "maxLength": 254, "pattern": SENDER_PATTERN})
+class SenderField(StrictCharField):
+    pass
+
+
 class SenderWriteSerializer(StrictSerializer):
-    email = StrictCharField(
-        max_length=254, help_text="An address (jo@example.com) or a domain (@example.com)."
-    )
+    email = SenderField(max_length=254, help_text="An address (jo@example.com) or a domain (@example.com).")
 
 
 class BlockedEmailViewSet(ResourceViewSet):

@@ -13,6 +13,7 @@ from rest_framework.response import Response
 
 from helpdesk.api.permissions import WRITERS
 from helpdesk.api.renderers import JSONRenderer
+from helpdesk.api.schema import RELATIVE_OR_ISO_DATE as DATE
 from helpdesk.api.tenancy import LicenseScopedViewSet
 from tickets.models import STATUSES, Ticket
 from tickets.reports import definitions  # noqa: F401 - tickets' reports registered
@@ -137,10 +138,13 @@ def _parameters():
     return [
         OpenApiParameter("name", str, OpenApiParameter.PATH, enum=names, description="The report."),
         OpenApiParameter(
-            "from", str, description="RelativeDate, inclusive (default `-6D`: 7 days with today)."
+            "from",
+            str,
+            description="RelativeDate, inclusive (default `-6D`: 7 days with today).",
+            pattern=DATE,
         ),
         OpenApiParameter(
-            "to", str, description="RelativeDate, exclusive (default `+1D`: the next midnight)."
+            "to", str, description="RelativeDate, exclusive (default `+1D`: the next midnight).", pattern=DATE
         ),
         OpenApiParameter(
             "timezone", str, description="IANA zone where days, weeks and months are cut (UTC)."

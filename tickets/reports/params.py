@@ -90,7 +90,7 @@ def query_of(report: Report, data, license, *, now: datetime.datetime | None = N
             found = set(model.objects.filter(license=license, pk__in=ids[name]).values_list("pk", flat=True))
             missing = [str(pk) for pk in ids[name] if pk not in found]
             if missing:
-                raise ValidationError({name: [f"Not in this license: {', '.join(missing)}."]})
+                raise ValidationError({name: [f"'{missing[0]}' does not exist in this license."]})
     return Query(
         license_id=license.pk,
         start=start,

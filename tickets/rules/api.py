@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiExample, extend_schema
+from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_field
 from rest_framework import serializers
 from rest_framework.decorators import action
 from rest_framework.response import Response
@@ -12,11 +12,13 @@ from helpdesk.api.permissions import WRITERS
 from helpdesk.api.resources import ResourceViewSet
 from helpdesk.api.serializers import StampedOutputSerializer, StrictSerializer
 from helpdesk.errors import NotFound
+from tickets import actions as ticket_actions
 from tickets.actions import MAX_ACTIONS
 from tickets.models import Ticket
-from tickets.rules import engine, services
+from tickets.rules import conditions, engine, services
 from tickets.rules.conditions import MAX_CONDITIONS
 from tickets.rules.models import QUANTIFIERS, TYPES, Rule
+from tickets.rules.services import ACTION_TYPES
 
 TRIGGERS_HELP = (
     "Conditions `{type, op, value}`: event (created, statusChanged, priorityChanged, assignmentChanged, "
@@ -70,6 +72,22 @@ class RuleSerializer(StampedOutputSerializer):
         return {name: fields[name] for name in self.Meta.fields}
 
 
+@extend_schema_field(conditions.json_schema())
+class TriggersField(JSONArrayField):
+    """The conditions: their shapes in the document; checked by tickets.rules.conditions (index and key named)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(max_size=MAX_CONDITIONS * 8 * 1024, help_text=TRIGGERS_HELP, **kwargs)
+
+
+@extend_schema_field(ticket_actions.json_schema(ACTION_TYPES))
+class RuleActionsField(JSONArrayField):
+    """The actions a rule may run: their shapes in the document; checked by tickets.actions."""
+
+    def __init__(self, **kwargs):
+        super().__init__(max_size=MAX_ACTIONS * 70 * 1024, help_text=ACTIONS_HELP, **kwargs)
+
+
 class RuleUpdateSerializer(StrictSerializer):
     name = StrictCharField(max_length=200, required=False)
     description = StrictCharField(max_length=2000, required=False, allow_blank=True)
@@ -81,14 +99,14 @@ class RuleUpdateSerializer(StrictSerializer):
         source="limit_per_ticket", required=False, min_value=1, max_value=1000
     )
     # Checked item by item (the index and key named); the size bound first.
-    triggers = JSONArrayField(required=False, max_size=MAX_CONDITIONS * 8 * 1024, help_text=TRIGGERS_HELP)
-    actions = JSONArrayField(required=False, max_size=MAX_ACTIONS * 70 * 1024, help_text=ACTIONS_HELP)
+    triggers = TriggersField(required=False)
+    actions = RuleActionsField(required=False)
 
 
 class RuleCreateSerializer(RuleUpdateSerializer):
     name = StrictCharField(max_length=200)
-    triggers = JSONArrayField(max_size=MAX_CONDITIONS * 8 * 1024, help_text=TRIGGERS_HELP)
-    actions = JSONArrayField(max_size=MAX_ACTIONS * 70 * 1024, help_text=ACTIONS_HELP)
+    triggers = TriggersField()
+    actions = RuleActionsField()
 
 
 class RuleTestSerializer(StrictSerializer):

@@ -289,3 +289,44 @@ def holds(condition: dict, facts: Facts) -> bool:
 def matches(rule, facts: Facts) -> bool:
     results = (holds(condition, facts) for condition in rule.triggers)
     return any(results) if rule.quantifier == "any" else all(results)
+
+
+def json_schema() -> dict:
+    """The OpenAPI schema of a list of conditions: one object shape per type, its ops and its value."""
+    from tickets.actions import _IDS, _UUID, _object
+
+    text = {"type": "string", "minLength": 1, "maxLength": 1000}
+    values = {
+        "event": {"type": "string", "enum": list(EVENTS)},
+        "status": {"type": "string", "enum": list(STATUSES)},
+        "silo": {"type": "string", "enum": list(SILOS)},
+        "source": {"type": "string", "enum": list(SOURCE_TYPES)},
+        "priority": {"type": "integer", "enum": list(PRIORITIES)},
+        "teamIDs": _IDS,
+        "tagIDs": _IDS,
+        "agentID": {**_UUID, "nullable": True},
+        "subject": text,
+        "messageText": text,
+        "requesterEmail": text,
+        "language": text,
+        "hoursSince": {"type": "number", "exclusiveMinimum": True, "minimum": 0, "maximum": 24 * 365 * 10},
+    }
+    shapes = []
+    for type_, ops in OPS.items():
+        extra, required = {}, ["type", "op", "value"]
+        if type_ == "customField":
+            extra["apiKey"] = {"type": "string", "minLength": 1, "maxLength": 100}
+            required.append("apiKey")
+        if type_ == "hoursSince":
+            extra["field"] = {"type": "string", "enum": list(TIME_FIELDS)}
+            required.append("field")
+        shapes.append(
+            _object(
+                required,
+                type={"type": "string", "enum": [type_]},
+                op={"type": "string", "enum": list(ops)},
+                value=values.get(type_, {}),
+                **extra,
+            )
+        )
+    return {"type": "array", "maxItems": MAX_CONDITIONS, "items": {"oneOf": shapes}}
