@@ -11,7 +11,6 @@ from django.utils.html import format_html
 
 from accounts.admin.tenancy import LicenseScopedAdmin, ReadOnlyLicenseScopedAdmin, ScopedRelatedListFilter
 from templates_app import mail, reply_addresses, senders, services
-from templates_app.inbound import services as inbound_services
 from templates_app.models import (
     BlockedSender,
     InboundMessage,
@@ -223,64 +222,43 @@ class InboundMessageAdmin(ReadOnlyLicenseScopedAdmin):
         return format_html('<a href="{}">view</a> · <a href="{}?download=1">download (.eml)</a>', url, url)
 
 
-class BlockedSenderForm(forms.ModelForm):
-    class Meta:
-        model = BlockedSender
-        fields = ("license", "email")
+class _SenderAdmin(LicenseScopedAdmin):
+    """A list of senders (an address or a whole domain): added and deleted through templates_app.senders."""
+
+    list_display = ("email", "license", "created_at")
+    list_select_related = ("license",)
+    list_filter = (("license", ScopedRelatedListFilter),)
+    search_fields = ("email",)
+    ordering = ("license", "email")
+    autocomplete_fields = ("license",)
+    fields = ("license", "email")
+    create = delete = None  # the services, set by each list
+
+    def get_readonly_fields(self, request, obj=None):
+        return ("license", "email") if obj else ()
+
+    def save_model(self, request, obj, form, change):
+        if not change:
+            obj.pk = type(self).create(license=obj.license, email=obj.email).pk
+
+    def delete_model(self, request, obj):
+        type(self).delete(obj)
 
 
 @admin.register(BlockedSender)
-class BlockedSenderAdmin(LicenseScopedAdmin):
+class BlockedSenderAdmin(_SenderAdmin):
     """Senders (or whole domains) whose mail goes to the spam silo."""
 
-    form = BlockedSenderForm
-    list_display = ("email", "license", "created_at")
-    list_select_related = ("license",)
-    list_filter = (("license", ScopedRelatedListFilter),)
-    search_fields = ("email",)
-    ordering = ("license", "email")
-    autocomplete_fields = ("license",)
-
-    def get_readonly_fields(self, request, obj=None):
-        return ("license", "email") if obj else ()
-
-    def save_model(self, request, obj, form, change):
-        if not change:
-            saved = inbound_services.blocked_sender_create(license=obj.license, email=obj.email)
-            obj.pk = saved.pk
-
-    def delete_object(self, request, obj):
-        inbound_services.blocked_sender_delete(blocked=obj)
-
-
-class TrustedSenderForm(forms.ModelForm):
-    class Meta:
-        model = TrustedSender
-        fields = ("license", "email")
+    create = staticmethod(senders.blocked_sender_create)
+    delete = staticmethod(lambda obj: senders.blocked_sender_delete(blocked=obj))
 
 
 @admin.register(TrustedSender)
-class TrustedSenderAdmin(LicenseScopedAdmin):
+class TrustedSenderAdmin(_SenderAdmin):
     """Senders (or whole domains) whose mail is never marked spam, unless also blocked."""
 
-    form = TrustedSenderForm
-    list_display = ("email", "license", "created_at")
-    list_select_related = ("license",)
-    list_filter = (("license", ScopedRelatedListFilter),)
-    search_fields = ("email",)
-    ordering = ("license", "email")
-    autocomplete_fields = ("license",)
-
-    def get_readonly_fields(self, request, obj=None):
-        return ("license", "email") if obj else ()
-
-    def save_model(self, request, obj, form, change):
-        if not change:
-            saved = senders.trusted_sender_create(license=obj.license, email=obj.email)
-            obj.pk = saved.pk
-
-    def delete_model(self, request, obj):
-        senders.trusted_sender_delete(trusted=obj)
+    create = staticmethod(senders.trusted_sender_create)
+    delete = staticmethod(lambda obj: senders.trusted_sender_delete(trusted=obj))
 
 
 def mail_failures(panels, license_ids) -> None:
