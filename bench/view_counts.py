@@ -1,6 +1,6 @@
 """`GET /v1/views/counts` for the owner of the largest license with 20 shared views, against the HTTP API.
 
-Reads bench/credentials.json written by `manage.py bench_tickets` (see bench/README.md, "Views' counts").
+Reads bench/credentials.json written by `bench/dataset.py` (see bench/README.md, "Views' counts").
 It saves 20 shared views (named `bench: ...`, replacing earlier ones) whose filters are the search classes of
 bench/search.py (status, inbox, assignment, tags, priority, custom fields, relative dates, full text), then asks
 for their counts `--requests` times at each concurrency, printing p50/p95/p99. With `--writer 5` the writer of
