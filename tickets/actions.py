@@ -82,7 +82,9 @@ def _choice(choices):
     return check
 
 
-def _ids(model, noun: str):
+def ids_of(model, noun: str):
+    """A check of a list of 1 to MAX_IDS unique IDs of `model` in the license (also a rule condition's)."""
+
     def check(license, value):
         if not isinstance(value, list) or not value or len(value) > MAX_IDS:
             raise _Bad("value", f"Expected an array of 1 to {MAX_IDS} {noun} IDs.")
@@ -107,7 +109,7 @@ def _id_or_null(model):
     def check(license, value):
         if value is None:
             return None
-        return _ids(model, model.__name__.lower())(license, [value])[0]
+        return ids_of(model, model.__name__.lower())(license, [value])[0]
 
     return check
 
@@ -133,7 +135,7 @@ def _message(*, canned: bool):
         if canned and ("text" in value) == ("cannedResponseID" in value):
             raise _Bad("value", "Give either text or cannedResponseID.")
         if "cannedResponseID" in value:
-            out["cannedResponseID"] = _ids(CannedResponse, "canned response")(
+            out["cannedResponseID"] = ids_of(CannedResponse, "canned response")(
                 license, [value["cannedResponseID"]]
             )[0]
             return out
@@ -153,9 +155,9 @@ def _message(*, canned: bool):
 _CHECKS = {
     "setStatus": _choice(STATUSES),
     "setPriority": _choice(PRIORITIES),
-    "addTags": _ids(Tag, "tag"),
-    "removeTags": _ids(Tag, "tag"),
-    "addFollowers": _ids(Agent, "agent"),
+    "addTags": ids_of(Tag, "tag"),
+    "removeTags": ids_of(Tag, "tag"),
+    "addFollowers": ids_of(Agent, "agent"),
     "assignTeam": _id_or_null(Team),
     "assignAgent": _id_or_null(Agent),
     "setCustomField": _custom_field,

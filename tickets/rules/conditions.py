@@ -22,11 +22,12 @@ A condition is `{"type", "op", "value"}` (`customField` adds `apiKey`, `hoursSin
 
 from __future__ import annotations
 
-import uuid
 from datetime import timedelta
 
 from accounts.models import Agent, License, Team
 from helpdesk.errors import Invalid
+from tickets import actions as ticket_actions
+from tickets.actions import _Bad
 from tickets.models import PRIORITIES, SILOS, SOURCE_TYPES, STATUSES, Tag
 
 MAX_CONDITIONS = 50
@@ -65,12 +66,6 @@ OPS = {
 TYPES = tuple(OPS)
 
 
-class _Bad(Exception):
-    def __init__(self, key: str, message: str):
-        self.key, self.message = key, message
-        super().__init__(message)
-
-
 def _invalid(index: int, key: str, message: str) -> Invalid:
     return Invalid(
         f"Invalid value for 'triggers[{index}].{key}': {message}",
@@ -79,19 +74,13 @@ def _invalid(index: int, key: str, message: str) -> Invalid:
 
 
 def _ids(license: License, model, value, noun: str) -> list[str]:
-    if not isinstance(value, list) or not 0 < len(value) <= 100:
-        raise _Bad("value", f"Expected an array of 1 to 100 {noun} IDs.")
+    """The macros' check of a list of IDs (tickets.actions), its refusal naming what is missing."""
     try:
-        ids = [uuid.UUID(item) for item in value if isinstance(item, str)]
-    except ValueError:
-        ids = []
-    if len(ids) != len(value):
-        raise _Bad("value", f"Expected an array of {noun} IDs (UUID strings).")
-    found = set(model.objects.for_license(license).filter(pk__in=ids).values_list("pk", flat=True))
-    for pk, item in zip(ids, value, strict=True):
-        if pk not in found:
-            raise _Bad("value", f"{noun.capitalize()} '{item}' does not exist in this license.")
-    return [str(pk) for pk in ids]
+        return ticket_actions.ids_of(model, noun)(license, value)
+    except _Bad as bad:
+        if bad.message.startswith("'"):
+            raise _Bad("value", f"{noun.capitalize()} {bad.message}") from None
+        raise
 
 
 def _value(license: License, condition: dict):
