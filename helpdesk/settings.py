@@ -76,6 +76,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "helpdesk.logs.RequestLogMiddleware",
+    "helpdesk.replicas.ReplicaMiddleware",  # after a write, the caller's WAL position (only with replicas)
     "django.middleware.security.SecurityMiddleware",
     "corsheaders.middleware.CorsMiddleware",  # before anything that may answer (preflights, errors)
     "helpdesk.api.middleware.ApiRequestMiddleware",
@@ -146,6 +147,22 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
             f"-c statement_timeout={env_int('DB_STATEMENT_TIMEOUT_MS', 30000)}"
         )
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# --- Read replicas: DATABASE_REPLICA_URLS (comma-separated postgres:// URLs of streaming replicas of the
+# primary). Searches, view counts, reports and the admin's lists read from one that has replayed the caller's
+# last write (helpdesk/replicas.py); everything else uses the primary.
+DATABASE_REPLICAS = []
+for _index, _url in enumerate(
+    u.strip() for u in env_str("DATABASE_REPLICA_URLS", "").split(",") if u.strip()
+):
+    if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
+        raise ImproperlyConfigured("DATABASE_REPLICA_URLS needs a PostgreSQL DATABASE_URL.")
+    _replica = dj_database_url.parse(_url, conn_max_age=DATABASES["default"]["CONN_MAX_AGE"])
+    _replica["OPTIONS"] = {**DATABASES["default"]["OPTIONS"], **_replica.get("OPTIONS", {})}
+    _replica["CONN_HEALTH_CHECKS"] = True
+    _replica["TEST"] = {"MIRROR": "default"}  # the test runner creates no database for it
+    DATABASES[f"replica_{_index}"] = _replica
+    DATABASE_REPLICAS.append(f"replica_{_index}")
+DATABASE_ROUTERS = ["helpdesk.replicas.ReplicaRouter"] if DATABASE_REPLICAS else []
 DATABASES["default"].setdefault("TEST", {})
 if env_str("TEST_DATABASE_NAME"):
     DATABASES["default"]["TEST"]["NAME"] = env_str("TEST_DATABASE_NAME")
