@@ -142,7 +142,12 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
             "tcp_user_timeout": _tcp_user_timeout,
         }
     )
-    if env_int("DB_STATEMENT_TIMEOUT_MS", 30000) > 0:
+    # Behind PgBouncer in transaction pooling (docs/operations.md, "Scaling out"): no server-side cursors (a
+    # `WITH HOLD` cursor outlives the transaction, and the next one may run on another server connection), and
+    # no `options` startup parameter (PgBouncer refuses it): set statement_timeout on the role instead.
+    DB_PGBOUNCER = env_bool("DB_PGBOUNCER", False)
+    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = DB_PGBOUNCER
+    if env_int("DB_STATEMENT_TIMEOUT_MS", 30000) > 0 and not DB_PGBOUNCER:
         DATABASES["default"]["OPTIONS"]["options"] = (
             f"-c statement_timeout={env_int('DB_STATEMENT_TIMEOUT_MS', 30000)}"
         )
