@@ -19,6 +19,10 @@ is already far enough needs no query; otherwise one `SELECT pg_last_wal_replay_l
 A replica that cannot be reached, or fails during the read, is left alone for REPLICA_RETRY_SECONDS and the read
 is done again on the primary: a lagging or down replica costs the caller time, never an error.
 
+Bounded staleness. A caller who wrote nothing recently may read a replica that is behind, but not by much: every
+DATABASE_REPLICA_MAX_LAG_SECONDS (30) the floor moves up to where the primary was one period before, so a replica
+stuck or lagging by more than one to two periods is not used at all (its callers read the primary).
+
 Routing itself is the database router below: inside a designated read the ORM's reads go to the chosen alias, and
 the raw SQL of the search (tickets.output, tickets.totals) asks `read_alias()` for its cursor.
 """
@@ -41,7 +45,8 @@ from rest_framework.response import Response
 log = logging.getLogger("helpdesk.replicas")
 
 PRIMARY = "default"
-FLOOR_KEY = "replicas:floor"
+FLOOR_KEY = "replicas:floor"  # (floor, candidate, when the candidate was read): see _required_position
+FLOOR_LOCK_KEY = "replicas:floor-renewal"
 CALLER_KEY = "replicas:lsn:{}"
 LSN_TTL_SECONDS = (
     7 * 24 * 3600
@@ -93,6 +98,10 @@ def record_write(user) -> None:
         log.warning("could not read the primary's WAL position after a write", exc_info=True)
 
 
+def _max_lag() -> float:
+    return float(getattr(settings, "DATABASE_REPLICA_MAX_LAG_SECONDS", 30))
+
+
 def _required_position(user) -> int | None:
     """The replay position a replica must have reached for this caller, or None: read the primary."""
     key = _caller_key(user)
@@ -101,11 +110,20 @@ def _required_position(user) -> int | None:
     if FLOOR_KEY not in found:
         # The cache's records start now (first use, a flush, a restart) or the cache is unreachable: a new floor
         # past every write made so far. `add`: of two processes starting it, the first wins.
-        cache.add(FLOOR_KEY, _primary_position(), None)
+        position = _primary_position()
+        cache.add(FLOOR_KEY, (position, position, time.time()), None)
         found = cache.get_many(keys)
         if FLOOR_KEY not in found:  # unreachable: nothing tells what the caller wrote
             return None
-    return max(found.values())
+    floor, candidate, candidate_at = found.pop(FLOOR_KEY)
+    if time.time() - candidate_at >= _max_lag() and cache.add(FLOOR_LOCK_KEY, 1, max(int(_max_lag()), 1)):
+        # Bounded staleness for everyone: the candidate, the primary's position at least DATABASE_REPLICA_MAX_LAG
+        # seconds ago, becomes the floor, and the primary's position now the next candidate. A replica that has
+        # not replayed what the primary had one to two such periods ago is not used (one primary read per period
+        # for the whole deployment: the lock lets one process renew it).
+        floor = candidate
+        cache.set(FLOOR_KEY, (floor, _primary_position(), time.time()), None)
+    return max([floor, *found.values()])
 
 
 def _replay_position(alias: str) -> int | None:

@@ -168,6 +168,7 @@ for _index, _url in enumerate(
     DATABASES[f"replica_{_index}"] = _replica
     DATABASE_REPLICAS.append(f"replica_{_index}")
 DATABASE_ROUTERS = ["helpdesk.replicas.ReplicaRouter"] if DATABASE_REPLICAS else []
+DATABASE_REPLICA_MAX_LAG_SECONDS = env_int("DATABASE_REPLICA_MAX_LAG_SECONDS", 30)
 DATABASES["default"].setdefault("TEST", {})
 if env_str("TEST_DATABASE_NAME"):
     DATABASES["default"]["TEST"]["NAME"] = env_str("TEST_DATABASE_NAME")

@@ -24,6 +24,7 @@ from tests.replica_helpers import StreamingPair, server_bindir
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]
+MAX_LAG = 8  # DATABASE_REPLICA_MAX_LAG_SECONDS: how far behind a replica may serve callers who wrote nothing
 
 SECOND_CALLER = """
 from accounts import services
@@ -67,6 +68,7 @@ class Service:
             "DATABASE_REPLICA_URLS": pair.replica.url("helpdesk"),
             "HELPDESK_VAR_DIR": str(tmp_path / "var"),
             "DEBUG": "true",
+            "DATABASE_REPLICA_MAX_LAG_SECONDS": str(MAX_LAG),
         }
         self._manage("migrate", "--noinput", "-v0")
         demo = self._manage("demo_license", "--base-url", "http://127.0.0.1")
@@ -148,6 +150,12 @@ def test_searches_read_the_replica_only_when_it_has_the_callers_last_write(pair,
         # the views' counts and the reports read there too, and answer
         assert service.get(service.second, "/v1/views/counts").status_code == 200
         assert service.get(service.second, "/v1/reports/newTickets?from=-7d").status_code == 200
+
+        # but not for long: once the replica is more than one to two MAX_LAG periods behind, nobody reads it
+        deadline = time.monotonic() + 4 * MAX_LAG + 30
+        while service.search(service.second)[0] != {first_ticket, second_ticket}:
+            assert time.monotonic() < deadline, "a replica stuck far behind was still read"
+            time.sleep(1)
 
         # the other caller writes: from now on the paused replica is too old for it as well
         third_ticket = service.create_ticket(service.second, "The second caller's")
