@@ -76,6 +76,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "helpdesk.logs.RequestLogMiddleware",
+    "helpdesk.replicas.ReplicaMiddleware",  # after a write, the caller's WAL position (only with replicas)
     "django.middleware.security.SecurityMiddleware",
     "corsheaders.middleware.CorsMiddleware",  # before anything that may answer (preflights, errors)
     "helpdesk.api.middleware.ApiRequestMiddleware",
@@ -141,11 +142,33 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
             "tcp_user_timeout": _tcp_user_timeout,
         }
     )
-    if env_int("DB_STATEMENT_TIMEOUT_MS", 30000) > 0:
+    # Behind PgBouncer in transaction pooling (docs/operations.md, "Scaling out"): no server-side cursors (a
+    # `WITH HOLD` cursor outlives the transaction, and the next one may run on another server connection), and
+    # no `options` startup parameter (PgBouncer refuses it): set statement_timeout on the role instead.
+    DB_PGBOUNCER = env_bool("DB_PGBOUNCER", False)
+    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = DB_PGBOUNCER
+    if env_int("DB_STATEMENT_TIMEOUT_MS", 30000) > 0 and not DB_PGBOUNCER:
         DATABASES["default"]["OPTIONS"]["options"] = (
             f"-c statement_timeout={env_int('DB_STATEMENT_TIMEOUT_MS', 30000)}"
         )
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# --- Read replicas: DATABASE_REPLICA_URLS (comma-separated postgres:// URLs of streaming replicas of the
+# primary). Searches, view counts, reports and the admin's lists read from one that has replayed the caller's
+# last write (helpdesk/replicas.py); everything else uses the primary.
+DATABASE_REPLICAS = []
+for _index, _url in enumerate(
+    u.strip() for u in env_str("DATABASE_REPLICA_URLS", "").split(",") if u.strip()
+):
+    if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
+        raise ImproperlyConfigured("DATABASE_REPLICA_URLS needs a PostgreSQL DATABASE_URL.")
+    _replica = dj_database_url.parse(_url, conn_max_age=DATABASES["default"]["CONN_MAX_AGE"])
+    _replica["OPTIONS"] = {**DATABASES["default"]["OPTIONS"], **_replica.get("OPTIONS", {})}
+    _replica["CONN_HEALTH_CHECKS"] = True
+    _replica["TEST"] = {"MIRROR": "default"}  # the test runner creates no database for it
+    DATABASES[f"replica_{_index}"] = _replica
+    DATABASE_REPLICAS.append(f"replica_{_index}")
+DATABASE_ROUTERS = ["helpdesk.replicas.ReplicaRouter"] if DATABASE_REPLICAS else []
+DATABASE_REPLICA_MAX_LAG_SECONDS = env_int("DATABASE_REPLICA_MAX_LAG_SECONDS", 30)
 DATABASES["default"].setdefault("TEST", {})
 if env_str("TEST_DATABASE_NAME"):
     DATABASES["default"]["TEST"]["NAME"] = env_str("TEST_DATABASE_NAME")

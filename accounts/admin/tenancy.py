@@ -14,6 +14,7 @@ from django.db.models import Q
 
 from accounts.admin.writes import ServiceAdmin
 from accounts.models import ROLE_OWNER, STATUS_ACTIVE, Agent, License
+from helpdesk import replicas
 
 
 def admin_license_ids(request) -> list[int] | None:
@@ -108,6 +109,15 @@ class LicenseScopedAdmin(ServiceAdmin):
 
     def license_id_of(self, obj):
         return obj.pk if self.license_field == "pk" else getattr(obj, f"{self.license_field}_id")
+
+    def changelist_view(self, request, extra_context=None):
+        if request.method != "GET":  # a bulk action writes: the primary
+            return super().changelist_view(request, extra_context)
+        # A list (its counts and filters included) reads from a replica that has replayed the admin's last
+        # write (helpdesk.replicas), rendered there too.
+        return replicas.reading(
+            request.user, lambda: super(LicenseScopedAdmin, self).changelist_view(request, extra_context)
+        )
 
     def get_search_results(self, request, queryset, search_term):
         queryset, distinct = super().get_search_results(request, queryset, search_term)
