@@ -57,7 +57,9 @@ def main() -> None:
     args = parser.parse_args()
     stamp = int(time.time())
     license = account_services.license_create(
-        owner_email=f"bench-forms-{stamp}@example.com", owner_name="Bench", company_name=f"Bench forms {stamp}"
+        owner_email=f"bench-forms-{stamp}@example.com",
+        owner_name="Bench",
+        company_name=f"Bench forms {stamp}",
     )
     custom_field_create(license=license, api_key="orderNumber", display_name="Order", type="singleLine")
     form = contact_form_create(
@@ -101,7 +103,9 @@ def main() -> None:
         queries.append(len(captured.captured_queries))
     made = Ticket.objects.filter(license=license).count()
     assert made == args.posts, made
-    print(f"database: {connection.vendor} {connection.settings_dict['NAME']}; posts: {args.posts}, files {args.files}")
+    print(
+        f"database: {connection.vendor} {connection.settings_dict['NAME']}; posts: {args.posts}, files {args.files}"
+    )
     print(
         f"POST /forms/<ID>: p50 {_ms(posts, 50):.1f} ms, p95 {_ms(posts, 95):.1f} ms, max {max(posts):.1f} ms; "
         f"SQL statements per post: median {statistics.median(queries):.0f}; "

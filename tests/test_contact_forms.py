@@ -18,6 +18,7 @@ from tests.factories import CustomFieldFactory, TeamFactory, TicketFactory
 from tests.resource_tests import Resource, ResourceTests
 from tests.route_objects import _contact_form_pk
 from tickets.models import Message, Ticket, TicketEvent
+from tickets.reports.models import TicketMetrics
 
 
 class TestContactFormResource(ResourceTests):
@@ -161,6 +162,9 @@ def test_a_post_is_a_ticket_from_the_form_with_its_answers(license):
         TicketEvent.objects.filter(ticket=ticket).values_list("source_type", flat=True).distinct().get()
         == "form"
     )
+    assert (
+        TicketMetrics.objects.get(ticket=ticket).source == "form"
+    )  # the sources report counts it as a form's
     text = Message.objects.get(ticket=ticket).text
     assert text.startswith("Where is it?") and "Phone: +33 1 23" in text
     inbound = InboundMessage.objects.get()

@@ -8,16 +8,18 @@ from __future__ import annotations
 import pytest
 
 from templates_app.contact_forms import contact_form_create
+from tests import test_admin_browser
 from tests.factories import LicenseFactory
-from tests.test_admin_browser import ARTIFACTS, browser_page  # noqa: F401  (the fixture)
 from tickets.models import Ticket, TicketEvent
 
 pytestmark = pytest.mark.browser
+ARTIFACTS = test_admin_browser.ARTIFACTS
+browser_page = test_admin_browser.browser_page  # the fixture: headless Chromium, one page
 
 
 def test_a_customer_writes_in_through_the_form_in_a_browser(
     transactional_db, live_server, browser_page, settings
-):  # noqa: F811
+):
     # given a form with a question of its own (and a time token that a person beats in a browser test)
     settings.CONTACT_FORM_MIN_SECONDS = 1
     license = LicenseFactory(company_name="Browser Corp")
