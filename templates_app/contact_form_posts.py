@@ -152,7 +152,7 @@ def checked_answers(form: ContactForm, data, files: list) -> dict:
     errors: dict[str, list[str]] = {}
     answers = {
         "email": _email(_text(data, "email", errors, required=True, limit=LIMITS["email"]), "email", errors),
-        "name": _text(data, "name", errors, required=True, limit=LIMITS["name"]),
+        "name": _LINE_BREAKS.sub(" ", _text(data, "name", errors, required=True, limit=LIMITS["name"])),
         "subject": _LINE_BREAKS.sub(
             " ", _text(data, "subject", errors, required=True, limit=LIMITS["subject"])
         ),

@@ -172,6 +172,14 @@ def test_a_post_is_a_ticket_from_the_form_with_its_answers(license):
     assert OutboundMessage.objects.filter(kind="acknowledgement", to="jo@customer.example").count() == 1
 
 
+def test_line_breaks_cannot_add_headers_to_the_mail(license):
+    form = _form(license)
+    _post(form, _answers(form, name="Jo\r\nBcc: victim@example.com", subject="Hi\nX-Spam-Flag: NO"))
+    raw = InboundMessage.objects.get().raw.read()
+    assert b"\nBcc:" not in raw and b"\nX-Spam-Flag: NO" not in raw
+    assert Ticket.objects.get().subject == "Hi X-Spam-Flag: NO"
+
+
 def test_a_form_never_writes_into_an_existing_ticket(license):
     # given a customer's ticket (anyone may type their address and its number into the form)
     ticket = TicketFactory(license=license, requester_email="jo@customer.example")
