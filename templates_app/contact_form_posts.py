@@ -259,6 +259,13 @@ def contact_form_post(*, form: ContactForm, data, files: list, ip: str) -> Outco
     entrance = Entrance(source="form", threads=False, custom_fields=answers["custom_fields"] or None)
     try:
         result = inbound_message_receive(raw=raw, recipients=[_recipient(form)], entrance=entrance)
+    except Invalid as exc:  # a custom field changed since the answers were checked (a rare race)
+        keys = {
+            f"customFields.{f['customFieldKey']}": f["key"] for f in form.fields if f.get("customFieldKey")
+        }
+        raise Refused(
+            {keys.get(name, "message"): list(msgs) for name, msgs in (exc.details or {}).items()}
+        ) from None
     except MessageTooLarge:
         raise Refused(
             {"attachments": [f"At most {max_bytes() // (1024 * 1024)} MB of files in all."]}

@@ -330,3 +330,22 @@ def test_the_acknowledgement_reaches_smtp_without_the_customers_files(
     assert recipients == ["jo@customer.example"]
     assert f"#{ticket.short_id}" in message.get_body(("plain",)).get_content()
     assert not list(message.iter_attachments()) and b"secret" not in message.as_bytes()
+
+
+def test_a_custom_field_refused_by_the_ticket_write_shows_under_its_question(license, monkeypatch):
+    # given a custom field that the ticket write refuses (changed between the answers' check and the write)
+    from helpdesk.errors import field_error
+    from tickets import services as ticket_services
+
+    CustomFieldFactory(license=license, api_key="orderNumber")
+    question = {"key": "order", "label": "Order", "type": "customField", "customFieldKey": "orderNumber"}
+    form = _form(license, fields=[question])
+
+    def refuse(*args, **kwargs):
+        raise field_error("customFields.orderNumber", "This custom field is deactivated.")
+
+    monkeypatch.setattr(ticket_services, "_check_custom_fields", refuse)
+    # when posted, then the form comes back with the error under the question, nothing stored
+    response = _post(form, _answers(form, order="A-1"))
+    assert response.status_code == 400 and 'id="e-order"' in response.content.decode()
+    assert (Ticket.objects.count(), InboundMessage.objects.count()) == (0, 0)
