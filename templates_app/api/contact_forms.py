@@ -2,6 +2,7 @@
 `{name, teamID, fields: [{key, label, type, required, customFieldKey?}], active, publicURL, embedCode}`
 (templates_app.contact_forms; the public page: templates_app.contact_form_pages)."""
 
+from django.core.validators import RegexValidator
 from rest_framework import serializers
 
 from accounts.api.serializers import LicensedPrimaryKeyField
@@ -19,9 +20,14 @@ class ContactFormFieldSerializer(StrictSerializer):
     """One question of the form (the customer's e-mail, name, subject and message are always asked)."""
 
     key = StrictCharField(
-        max_length=50, help_text="The input's name: a letter, then letters, digits, _ or -."
+        max_length=50,
+        validators=[
+            RegexValidator(rf"^{contact_forms.KEY.pattern}$", "A letter, then letters, digits, _ or -.")
+        ],
+        help_text="The input's name: a letter, then letters, digits, _ or -; unique in the form, none of the "
+        "built-in names (email, name, subject, message, attachments, website, formToken).",
     )
-    label = StrictCharField(max_length=contact_forms.MAX_LABEL)
+    label = StrictCharField(max_length=contact_forms.MAX_LABEL, min_length=1)
     type = serializers.ChoiceField(choices=contact_forms.FIELD_TYPES)
     required = StrictBooleanField(required=False, default=False)
     customFieldKey = StrictCharField(
