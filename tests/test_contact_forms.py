@@ -349,3 +349,21 @@ def test_a_custom_field_refused_by_the_ticket_write_shows_under_its_question(lic
     response = _post(form, _answers(form, order="A-1"))
     assert response.status_code == 400 and 'id="e-order"' in response.content.decode()
     assert (Ticket.objects.count(), InboundMessage.objects.count()) == (0, 0)
+
+
+def test_the_admin_writes_a_form_through_the_service_and_shows_its_embed_code(superuser, license):
+    from audit.models import AuditEntry
+
+    add = "/admin/templates_app/contactform/add/"
+    bad = {"license": license.pk, "name": "Web", "fields": '[{"key": "email", "label": "E", "type": "text"}]'}
+    refused = superuser.post(add, {**bad, "active": "on"})
+    assert (
+        refused.status_code == 200 and not ContactForm.objects.exists()
+    )  # refused by the service, on the form
+    created = superuser.post(add, {**bad, "fields": "[]", "active": "on"})
+    assert created.status_code == 302, created.context["adminform"].form.errors
+    form = ContactForm.objects.get(license=license)
+    assert (form.name, form.active, form.fields) == ("Web", True, [])
+    assert AuditEntry.objects.filter(target="contactForms", action="create").count() == 1
+    page = superuser.get(f"/admin/templates_app/contactform/{form.pk}/change/").content.decode()
+    assert f"/forms/{form.pk}/embed.js" in page and f"/forms/{form.pk}" in page
