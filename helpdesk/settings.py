@@ -382,6 +382,18 @@ UPLOAD_MAX_REQUEST_BYTES = env_int("UPLOAD_MAX_REQUEST_BYTES", 100 * 1024 * 1024
 UPLOAD_MAX_FILES_PER_TRANSACTION = env_int("UPLOAD_MAX_FILES_PER_TRANSACTION", 50)
 UPLOAD_MAX_LICENSE_BYTES = env_int("UPLOAD_MAX_LICENSE_BYTES", 10 * 1024 * 1024 * 1024)
 
+# Contact forms' public pages (/forms/<ID>): posts per client IP and per form in each RATE_LIMIT_WINDOW_SECONDS
+# (0: no limit; past one, 429), the time token's bounds (a post sooner than MIN_SECONDS after the page was made
+# is a bot's; a token older than MAX_AGE gets the form back), files per post and their bytes (within the upload
+# limits above), and how many links in a message mark it as spam (0: never).
+CONTACT_FORM_POSTS_PER_IP = env_int("CONTACT_FORM_POSTS_PER_IP", 10)
+CONTACT_FORM_POSTS_PER_FORM = env_int("CONTACT_FORM_POSTS_PER_FORM", 300)
+CONTACT_FORM_MIN_SECONDS = env_int("CONTACT_FORM_MIN_SECONDS", 3)
+CONTACT_FORM_TOKEN_MAX_AGE_SECONDS = env_int("CONTACT_FORM_TOKEN_MAX_AGE_SECONDS", 24 * 3600)
+CONTACT_FORM_MAX_FILES = env_int("CONTACT_FORM_MAX_FILES", 5)
+CONTACT_FORM_MAX_BYTES = env_int("CONTACT_FORM_MAX_BYTES", 10 * 1024 * 1024)
+CONTACT_FORM_SPAM_LINKS = env_int("CONTACT_FORM_SPAM_LINKS", 3)
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "accounts.api.authentication.TokenBasicAuthentication",

@@ -36,4 +36,5 @@ urlpatterns = [
     path("oauth/", include(oauth_patterns)),
     path("accounts/", include(account_patterns)),
     path("", include("templates_app.pages")),  # the pages e-mailed links open
+    path("", include("templates_app.contact_form_pages")),  # contact forms: /forms/<ID>, embed.js
 ]

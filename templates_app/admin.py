@@ -10,9 +10,10 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from accounts.admin.tenancy import LicenseScopedAdmin, ReadOnlyLicenseScopedAdmin, ScopedRelatedListFilter
-from templates_app import mail, reply_addresses, senders, services
+from templates_app import contact_forms, mail, reply_addresses, senders, services
 from templates_app.models import (
     BlockedSender,
+    ContactForm,
     InboundMessage,
     Invitation,
     OutboundMessage,
@@ -259,6 +260,62 @@ class TrustedSenderAdmin(_SenderAdmin):
 
     create = staticmethod(senders.trusted_sender_create)
     delete = staticmethod(lambda obj: senders.trusted_sender_delete(trusted=obj))
+
+
+class ContactFormForm(forms.ModelForm):
+    class Meta:
+        model = ContactForm
+        fields = ("license", "name", "team", "fields", "active")
+        help_texts = {
+            "fields": 'The questions besides e-mail, name, subject and message: [{"key": "phone", "label": '
+            '"Phone", "type": "text|textarea|email|customField", "required": false, "customFieldKey": ...}]',
+            "team": "Where its tickets land (empty: the license's default team).",
+        }
+
+
+@admin.register(ContactForm)
+class ContactFormAdmin(LicenseScopedAdmin):
+    """Public forms whose posts become tickets; written through templates_app.contact_forms. The page's address
+    and the HTML to embed it are shown on the form."""
+
+    form = ContactFormForm
+    list_display = ("name", "license", "active", "public_url", "updated_at")
+    list_select_related = ("license",)
+    list_filter = (("license", ScopedRelatedListFilter), "active")
+    search_fields = ("name",)
+    ordering = ("license", "name")
+    autocomplete_fields = ("license", "team")
+    readonly_fields = (
+        "public_url", "embed_code", "created_at", "created_by", "created_by_type", "updated_at", "updated_by",
+    )  # fmt: skip
+    service_field_names = {"teamID": "team", "name": "name"}
+
+    @admin.display(description="public page")
+    def public_url(self, obj):
+        url = contact_forms.public_url(obj)
+        return format_html('<a href="{}" target="_blank" rel="noopener">{}</a>', url, url)
+
+    @admin.display(description="embed code (paste into a web page)")
+    def embed_code(self, obj):
+        return format_html("<code>{}</code>", contact_forms.embed_code(obj))
+
+    def get_fields(self, request, obj=None):
+        if obj is not None:
+            return ("name", "team", "fields", "active", *self.readonly_fields)
+        return ("license", "name", "team", "fields", "active")
+
+    def save_model(self, request, obj, form, change):
+        data = form.cleaned_data
+        values = {"name": data["name"], "team": data.get("team"), "fields": data.get("fields") or []}
+        if change:
+            contact_forms.contact_form_update(contact_form=obj, active=data["active"], **values)
+            return
+        obj.pk = contact_forms.contact_form_create(
+            license=data["license"], active=data["active"], **values
+        ).pk
+
+    def delete_object(self, request, obj):
+        contact_forms.contact_form_delete(contact_form=obj)
 
 
 def mail_failures(panels, license_ids) -> None:

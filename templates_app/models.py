@@ -142,6 +142,7 @@ class ReplyAddress(LicenseOwned, Stamped):
 
 
 # Received mail lives in its own module; importing it here registers the models with the app.
+from templates_app.models_forms import ContactForm  # noqa: E402, F401
 from templates_app.models_inbound import BlockedSender, InboundMessage, TrustedSender  # noqa: E402, F401
 
 

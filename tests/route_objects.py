@@ -43,6 +43,12 @@ def _trusted_email_pk(license):
     return TrustedSender.objects.create(license=license, email=f"@trusted{license.pk}.example").pk
 
 
+def _contact_form_pk(license):
+    from templates_app.models import ContactForm
+
+    return ContactForm.objects.create(license=license, name=f"Contact {license.pk}").pk
+
+
 def _webhook_pk(license):
     from tickets.webhooks.models import Webhook
 
@@ -106,6 +112,7 @@ ROUTE_OBJECTS = {
     "reply-address": _reply_address_pk,
     "blocked-email": _blocked_email_pk,
     "trusted-email": _trusted_email_pk,
+    "contact-form": _contact_form_pk,
     "webhook": _webhook_pk,
     "view": _view_pk,
     "custom-field": lambda license: CustomFieldFactory(license=license).pk,

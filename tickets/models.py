@@ -240,7 +240,7 @@ EVENT_TYPES = [
     "rule",
 ]  # fmt: skip
 # `web`: a customer on one of the public pages (the rating page), reached from a link their e-mail carried.
-SOURCE_TYPES = ["api", "email", "admin", "system", "web"]
+SOURCE_TYPES = ["api", "email", "admin", "system", "web", "form"]  # form: a contact form's post
 
 
 class TicketEvent(LicenseOwned):

@@ -31,6 +31,7 @@ RESOURCES = {
     "views": "saved ticket views",
     "customFields": "custom field definitions",
     "reports": "reports",
+    "contactForms": "contact forms",
 }
 # The first segment of an API path -> the resource whose scope covers it.
 PATH_RESOURCES = {

@@ -66,6 +66,19 @@ class MessageTooLarge(InboundRefused):
     pass
 
 
+@dataclasses.dataclass(frozen=True)
+class Entrance:
+    """How a message came in when it is not plain mail: a contact form's post (templates_app.contact_forms)
+    builds a message and hands it in with `Entrance(source="form", threads=False, custom_fields=...)`."""
+
+    source: str = ""  # the ticket events' source ("": the e-mail actor's usual `email`)
+    threads: bool = True  # False: always a new ticket (a typed address proves nothing, so never a reply)
+    custom_fields: dict | None = None  # the new ticket's
+
+
+MAIL = Entrance()
+
+
 @dataclasses.dataclass
 class Result:
     status: str  # "stored" or "duplicate"
@@ -186,7 +199,16 @@ def _people(target: Target, mail: parse.ParsedMail, requester: parse.Address) ->
 
 
 def _new_ticket(
-    inbound, target: Target, mail, requester, *, spam: bool, team: Team | None, txn_id, note: str
+    inbound,
+    target: Target,
+    mail,
+    requester,
+    *,
+    spam: bool,
+    team: Team | None,
+    txn_id,
+    note: str,
+    custom_fields,
 ) -> Ticket:
     people, dropped = _people(target, mail, requester)
     if dropped:
@@ -201,6 +223,7 @@ def _new_ticket(
         teams=[team] if team else None,
         people_in_the_loop=people,
         transaction_id=txn_id,
+        custom_fields=custom_fields,
     )
     if spam:
         ticket = ticket_services.ticket_update(ticket=ticket, silo="spam")
@@ -229,7 +252,9 @@ def _reply(ticket: Ticket, mail, txn_id, note: str, *, reopen: bool = True) -> T
     )
 
 
-def _handle(inbound: InboundMessage, target: Target, mail: parse.ParsedMail, envelope_sender) -> None:
+def _handle(
+    inbound: InboundMessage, target: Target, mail: parse.ParsedMail, envelope_sender, entrance
+) -> None:
     license, sender = target.license, inbound.sender
     if mail.bounce is not None:
         _record_bounce(inbound, mail)
@@ -259,7 +284,7 @@ def _handle(inbound: InboundMessage, target: Target, mail: parse.ParsedMail, env
     # from here on the sender is the person we would answer: a contact form's robot From must not make all
     # its customers one sender (storm limit) nor keep them off their own tickets
     inbound.sender = sender = requester.email[:254]
-    ticket, how = (None, "") if flagged else find_ticket(target, mail, author)
+    ticket, how = (None, "") if flagged or not entrance.threads else find_ticket(target, mail, author)
     ticket = _blocked_reply_kept(ticket, author) if blocked and ticket is not None else ticket
     team = team_of(target)
     if ticket is not None and not on_ticket(ticket, author):
@@ -275,7 +300,10 @@ def _handle(inbound: InboundMessage, target: Target, mail: parse.ParsedMail, env
         kept = " kept, from a blocked sender" if blocked else ""
         inbound.note = inbound.note or f"reply to #{ticket.short_id} (by {how}){kept}"
     else:
-        ticket = _new_ticket(inbound, target, mail, requester, spam=spam, team=team, txn_id=txn_id, note=note)
+        ticket = _new_ticket(
+            inbound, target, mail, requester, spam=spam, team=team, txn_id=txn_id, note=note,
+            custom_fields=entrance.custom_fields,
+        )  # fmt: skip
         inbound.kind = InboundMessage.KIND_TICKET
         reason = storm.auto_reply_refusal(
             license=license,
@@ -295,7 +323,7 @@ def _handle(inbound: InboundMessage, target: Target, mail: parse.ParsedMail, env
         )
 
 
-def _store(target: Target, raw: bytes, mail: parse.ParsedMail, envelope_sender) -> Result:
+def _store(target: Target, raw: bytes, mail: parse.ParsedMail, envelope_sender, entrance: Entrance) -> Result:
     sender = mail.sender.email if mail.sender else ""
     inbound = InboundMessage(
         license=target.license,
@@ -307,9 +335,9 @@ def _store(target: Target, raw: bytes, mail: parse.ParsedMail, envelope_sender) 
         size=len(raw),
     )
     with unit_of_work():
-        with acting_as(Actor(type=EMAIL_MESSAGE, email=sender)):
+        with acting_as(Actor(type=EMAIL_MESSAGE, email=sender, source=entrance.source)):
             _mark_inbox_used(target.license)  # before any ticket is locked (docs/architecture.md, locks)
-            _handle(inbound, target, mail, envelope_sender)
+            _handle(inbound, target, mail, envelope_sender, entrance)
         inbound.raw.save(f"{inbound.pk}.eml", ContentFile(raw), save=False)
         inbound.note = inbound.note[:300]
         # inserted last, complete, in one statement: a concurrent delivery of the same message fails here on
@@ -331,11 +359,16 @@ def _store(target: Target, raw: bytes, mail: parse.ParsedMail, envelope_sender) 
 
 
 def inbound_message_receive(
-    *, raw: bytes, recipients: list[str] | None, envelope_sender: str | None = None
+    *,
+    raw: bytes,
+    recipients: list[str] | None,
+    envelope_sender: str | None = None,
+    entrance: Entrance = MAIL,
 ) -> Result:
     """Receive one RFC 5322 message for `recipients` (the envelope's; None: read them from the headers).
 
-    `envelope_sender` is SMTP's MAIL FROM when known ("" for the null reverse path of a bounce)."""
+    `envelope_sender` is SMTP's MAIL FROM when known ("" for the null reverse path of a bounce); `entrance`
+    says how it came in when not by mail (a contact form)."""
     limit = settings.INBOUND_MAX_MESSAGE_BYTES
     if len(raw) > limit:
         raise MessageTooLarge(f"Message too large: {len(raw)} bytes, at most {limit} accepted.")
@@ -352,7 +385,7 @@ def inbound_message_receive(
     existing = InboundMessage.objects.filter(license=target.license, message_id=mail.message_id).first()
     if existing is None:
         try:
-            return _store(target, raw, mail, envelope_sender)
+            return _store(target, raw, mail, envelope_sender, entrance)
         except IntegrityError:
             existing = InboundMessage.objects.filter(
                 license=target.license, message_id=mail.message_id

@@ -13,7 +13,7 @@ A condition is `{"type", "op", "value"}` (`customField` adds `apiKey`, `hoursSin
 | `agentID`        | an agent ID, or null (unassigned)      | is, isNot                               |
 | `subject`, `messageText`, `requesterEmail`, `language` | a string (case-insensitive) | is, isNot, contains, notContains |
 | `customField`    | any JSON value                         | is, isNot, contains, notContains, gt, lt |
-| `source`         | api, email, admin, system (the write's)| is, isNot                               |
+| `source`         | api, email, admin, system, web, form (the write's) | is, isNot                   |
 | `hoursSince`     | hours (a number > 0), + `field`        | gt, lt                                  |
 
 `validate()` refuses an unknown type, op or field and an ID that is not of the license with a 400 naming
