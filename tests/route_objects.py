@@ -43,6 +43,12 @@ def _trusted_email_pk(license):
     return TrustedSender.objects.create(license=license, email=f"@trusted{license.pk}.example").pk
 
 
+def _mailbox_pk(license):
+    from templates_app.mailboxes import mailbox_create
+
+    return mailbox_create(license=license, name="Support", email=f"support{license.pk}@acme.example").pk
+
+
 def _webhook_pk(license):
     from tickets.webhooks.models import Webhook
 
@@ -106,6 +112,7 @@ ROUTE_OBJECTS = {
     "reply-address": _reply_address_pk,
     "blocked-email": _blocked_email_pk,
     "trusted-email": _trusted_email_pk,
+    "mailbox": _mailbox_pk,
     "webhook": _webhook_pk,
     "view": _view_pk,
     "custom-field": lambda license: CustomFieldFactory(license=license).pk,
