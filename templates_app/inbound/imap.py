@@ -90,14 +90,19 @@ def connect(mailbox: Mailbox) -> imaplib.IMAP4:
         try:
             client.starttls(ssl_context=_ssl_context())
         except BaseException:
-            client.shutdown()
+            _close(client)
             raise
     try:
         client.login(mailbox.imap_username, mailbox.imap_password)
     except BaseException:
-        client.shutdown()
+        _close(client)
         raise
     return client
+
+
+def _close(client: imaplib.IMAP4) -> None:
+    with contextlib.suppress(Exception):  # the connection may be broken already: nothing to close then
+        client.shutdown()
 
 
 def _quoted(folder: str) -> str:
