@@ -1,15 +1,17 @@
 """`/v1/mailboxes` (`GET, POST` · `GET, PATCH, DELETE /{ID}`): owners write, everyone reads (templates_app.mailboxes;
 the polling: templates_app/inbound/imap.py)."""
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from accounts.api.serializers import LicensedPrimaryKeyField
 from accounts.models import Team
 from helpdesk.api.fields import StrictCharField, StrictEmailField, StrictIntegerField
 from helpdesk.api.resources import ResourceViewSet
-from helpdesk.api.serializers import StampedOutputSerializer, StrictSerializer, TimestampField
+from helpdesk.api.serializers import StampedOutputSerializer, StrictSerializer
+from helpdesk.timestamps import iso
 from templates_app import mailboxes
-from templates_app.models import Mailbox, ReplyAddress
+from templates_app.models import Mailbox, MailboxState, ReplyAddress
 
 FIELDS = [
     "ID", "licenseID", "name", "email", "inboundAddress", "teamID", "replyAddressID", "imap", "status",
@@ -45,8 +47,8 @@ class MailboxSerializer(StampedOutputSerializer):
         read_only=True, allow_null=True, help_text="The IMAP account polled; the password is never shown."
     )
     status = serializers.SerializerMethodField()
-    lastFetchedAt = TimestampField(source="state.last_fetched_at", read_only=True, allow_null=True)
-    lastError = serializers.CharField(source="state.last_error", read_only=True)
+    lastFetchedAt = serializers.SerializerMethodField()
+    lastError = serializers.SerializerMethodField()
 
     class Meta:
         fields = [*FIELDS, *STAMPS]
@@ -55,10 +57,27 @@ class MailboxSerializer(StampedOutputSerializer):
         fields = super().get_fields()
         return {name: fields[name] for name in self.Meta.fields}
 
+    @staticmethod
+    def _state(mailbox) -> MailboxState:
+        try:
+            return mailbox.state
+        except MailboxState.DoesNotExist:  # never polled (a row written before its state): nothing to say yet
+            return MailboxState(mailbox=mailbox)
+
+    @extend_schema_field({"type": "string", "enum": STATUSES})
     def get_status(self, mailbox) -> str:
         if mailbox.disabled:
             return "disabled"
-        return "failing" if mailbox.state.failing else "active"
+        return "failing" if self._state(mailbox).failing else "active"
+
+    @extend_schema_field({"type": "string", "format": "date-time", "nullable": True})
+    def get_lastFetchedAt(self, mailbox) -> str | None:  # noqa: N802  (the spec's spelling)
+        fetched = self._state(mailbox).last_fetched_at
+        return iso(fetched) if fetched else None
+
+    @extend_schema_field({"type": "string"})
+    def get_lastError(self, mailbox) -> str:  # noqa: N802
+        return self._state(mailbox).last_error
 
 
 class ImapWriteSerializer(StrictSerializer):
