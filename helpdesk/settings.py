@@ -407,6 +407,8 @@ SPECTACULAR_SETTINGS = {
         "TemplateTypeEnum": ["html", "visual"],
         "RuleTypeEnum": "tickets.rules.models.TYPES",
         "CustomFieldStatusEnum": ["active", "deactivated"],
+        "MailboxStatusEnum": ["active", "failing", "disabled"],
+        "MailboxWriteStatusEnum": ["active", "disabled"],
     },
     "SCHEMA_PATH_PREFIX": r"/v1",
     "POSTPROCESSING_HOOKS": [
