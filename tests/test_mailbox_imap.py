@@ -311,3 +311,17 @@ def test_one_poll_at_a_time(license, dovecot, account, trusted):
     mailbox = _mailbox(license, account, port=dovecot.port)
     assert imap._lease(mailbox.pk)
     assert imap.mailbox_poll(mailbox_id=mailbox.pk) is None  # another poll holds the lease
+
+
+def test_beat_polls_through_the_tasks(license, dovecot, account, trusted, eager_tasks, settings):
+    # given beat's schedule entry, and a mailbox with mail
+    from templates_app import tasks
+
+    assert settings.CELERY_BEAT_SCHEDULE["poll-mailboxes"]["task"] == "templates_app.tasks.poll_mailboxes"
+    mailbox = _mailbox(license, account, port=dovecot.port)
+    dovecot.deliver(account[0], _mail(1))
+    # when beat's task runs (the poll of each due mailbox enqueued as its own task, run eagerly here)
+    assert tasks.poll_mailboxes() == 1
+    # then the mail is a ticket
+    assert Ticket.objects.filter(license=license).count() == 1
+    assert _state(mailbox).last_fetched_at is not None
