@@ -152,3 +152,22 @@ def test_a_deleted_mailbox_address_still_reaches_the_license(owner):
         raw=simple(subject="Still there?"), recipients=[mailbox["inboundAddress"]]
     )
     assert Ticket.objects.get(pk=result.ticket_id).license_id == owner.license.pk
+
+
+def test_a_mailbox_support_address_in_the_loop_gets_no_mail(owner):
+    # given a ticket from mail whose Cc names the license's own support address
+    from templates_app.ticket_mail import recipients
+
+    owner.client.post("/v1/mailboxes", {"name": "S", "email": "support@acme.example"}, format="json")
+    raw = simple(headers={"Cc": "Support <SUPPORT@acme.example>, boss@client.example"})
+    ticket = Ticket.objects.get(
+        pk=inbound_message_receive(raw=raw, recipients=[_license_address(owner)]).ticket_id
+    )
+    # then our mail goes to the customer and the boss, never back into the support mailbox
+    assert recipients(ticket) == ["client@example.com", "boss@client.example"]
+
+
+def _license_address(persona) -> str:
+    from templates_app.addresses import license_address
+
+    return license_address(persona.license.pk)
