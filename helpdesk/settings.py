@@ -329,6 +329,20 @@ CELERY_BEAT_SCHEDULE["send-due-notifications"] = {
     "schedule": 60.0,
     "options": {"expires": 50},
 }
+# IMAP polling of mailboxes (templates_app/inbound/imap.py): beat looks for due mailboxes this often, each poll
+# reads at most IMAP_MAX_MESSAGES_PER_POLL messages for at most IMAP_POLL_MAX_SECONDS (the rest next tick), every
+# socket operation waits IMAP_TIMEOUT_SECONDS. Certificates are verified against the system's CAs, plus those
+# of IMAP_CA_FILE (a PEM bundle) when set, for a server with a private CA.
+IMAP_POLL_SECONDS = env_int("IMAP_POLL_SECONDS", 60)
+IMAP_POLL_MAX_SECONDS = env_int("IMAP_POLL_MAX_SECONDS", 120)
+IMAP_MAX_MESSAGES_PER_POLL = env_int("IMAP_MAX_MESSAGES_PER_POLL", 500)
+IMAP_TIMEOUT_SECONDS = env_int("IMAP_TIMEOUT_SECONDS", 30)
+IMAP_CA_FILE = env_str("IMAP_CA_FILE", "")
+CELERY_BEAT_SCHEDULE["poll-mailboxes"] = {
+    "task": "templates_app.tasks.poll_mailboxes",
+    "schedule": float(IMAP_POLL_SECONDS),
+    "options": {"expires": max(IMAP_POLL_SECONDS - 5, 5)},
+}
 # How long the good/bad links of a rating request (the page /ratings) work.
 HELPDESK_RATING_LINK_MAX_AGE_DAYS = env_int("HELPDESK_RATING_LINK_MAX_AGE_DAYS", 30)
 # Every 30 seconds: e-mails nobody is working on (a lost enqueue or retry, a task that met a database error, a
@@ -428,6 +442,8 @@ SPECTACULAR_SETTINGS = {
         "TemplateTypeEnum": ["html", "visual"],
         "RuleTypeEnum": "tickets.rules.models.TYPES",
         "CustomFieldStatusEnum": ["active", "deactivated"],
+        "MailboxStatusEnum": ["active", "failing", "disabled"],
+        "MailboxWriteStatusEnum": ["active", "disabled"],
     },
     "SCHEMA_PATH_PREFIX": r"/v1",
     "POSTPROCESSING_HOOKS": [

@@ -10,12 +10,13 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from accounts.admin.tenancy import LicenseScopedAdmin, ReadOnlyLicenseScopedAdmin, ScopedRelatedListFilter
-from templates_app import contact_forms, mail, reply_addresses, senders, services
+from templates_app import contact_forms, mail, mailboxes, reply_addresses, senders, services
 from templates_app.models import (
     BlockedSender,
     ContactForm,
     InboundMessage,
     Invitation,
+    Mailbox,
     OutboundMessage,
     ReplyAddress,
     Template,
@@ -316,6 +317,78 @@ class ContactFormAdmin(LicenseScopedAdmin):
 
     def delete_object(self, request, obj):
         contact_forms.contact_form_delete(contact_form=obj)
+
+
+class MailboxForm(forms.ModelForm):
+    # write-only, as in the API: left empty, the stored password is kept
+    imap_password = forms.CharField(
+        label="IMAP password", required=False, widget=forms.PasswordInput(render_value=False)
+    )
+    imap_security = forms.ChoiceField(
+        label="IMAP security", required=False, choices=[("", "-"), ("ssl", "ssl"), ("starttls", "starttls")]
+    )
+
+    class Meta:
+        model = Mailbox
+        fields = (
+            "license", "name", "email", "team", "reply_address", "disabled", "imap_host", "imap_port",
+            "imap_security", "imap_username", "imap_password", "imap_folder",
+        )  # fmt: skip
+
+
+@admin.register(Mailbox)
+class MailboxAdmin(LicenseScopedAdmin):
+    """Support addresses; written through templates_app.mailboxes (as the API); the IMAP password is write-only."""
+
+    form = MailboxForm
+    list_display = ("name", "email", "license", "team", "imap_host", "disabled", "created_at")
+    list_select_related = ("license", "team")
+    list_filter = (("license", ScopedRelatedListFilter),)
+    search_fields = ("name", "email")
+    ordering = ("license", "name")
+    autocomplete_fields = ("license",)
+    readonly_fields = ("inbound_address", "poll_state")
+
+    def get_fields(self, request, obj=None):
+        fields = list(MailboxForm.Meta.fields)
+        return fields if obj is None else [f for f in fields if f != "license"] + list(self.readonly_fields)
+
+    @admin.display(description="state")
+    def poll_state(self, obj):
+        state = getattr(obj, "state", None)
+        if state is None or not obj.imap_host:
+            return "-"
+        return (
+            "failing: " + state.last_error if state.failing else f"fetched {state.last_fetched_at or 'never'}"
+        )
+
+    def save_model(self, request, obj, form, change):
+        data = form.cleaned_data
+        imap = None
+        if data.get("imap_host"):
+            imap = {
+                "host": data["imap_host"],
+                "port": data.get("imap_port"),
+                "security": data.get("imap_security") or "ssl",
+                "username": data.get("imap_username") or "",
+                "password": data.get("imap_password") or "",
+                "folder": data.get("imap_folder") or "",
+            }
+        fields = {
+            "name": data["name"],
+            "email": data["email"],
+            "team": data.get("team"),
+            "reply_address": data.get("reply_address"),
+            "imap": imap,
+            "status": "disabled" if data.get("disabled") else "active",
+        }
+        if change:
+            mailboxes.mailbox_update(mailbox=Mailbox.objects.get(pk=obj.pk), **fields)
+        else:
+            obj.pk = mailboxes.mailbox_create(license=data["license"], **fields).pk
+
+    def delete_object(self, request, obj):
+        mailboxes.mailbox_delete(mailbox=obj)
 
 
 def mail_failures(panels, license_ids) -> None:

@@ -44,13 +44,21 @@ class TemplatesAppConfig(AppConfig):
 def _register_audited():
     """The e-mail app's audited models (audit/registry.py; audit, below this app, imports none of them)."""
     from audit.registry import register
-    from templates_app.models import BlockedSender, ContactForm, ReplyAddress, Template, TrustedSender
+    from templates_app.models import (
+        BlockedSender,
+        ContactForm,
+        Mailbox,
+        ReplyAddress,
+        Template,
+        TrustedSender,
+    )
 
     register(Template, target="emailTemplates", m2m={"attachments": "attachments"})
     register(ReplyAddress, target="replyAddresses")
     register(BlockedSender, target="blockedEmails")
     register(TrustedSender, target="trustedEmails")
     register(ContactForm, target="contactForms")
+    register(Mailbox, target="mailboxes", secrets=("imap_password",))
 
 
 def _register_placeholders():

@@ -172,3 +172,7 @@ class AgentNotification(LicenseOwned):
 
     def __str__(self):
         return f"{self.kind} of {self.ticket_id} for {self.agent_id}"
+
+
+# Mailboxes (the customer's support addresses, their IMAP polling) live in their own module too.
+from templates_app.models_mailbox import Mailbox, MailboxState  # noqa: E402, F401

@@ -49,6 +49,12 @@ def _contact_form_pk(license):
     return ContactForm.objects.create(license=license, name=f"Contact {license.pk}").pk
 
 
+def _mailbox_pk(license):
+    from templates_app.mailboxes import mailbox_create
+
+    return mailbox_create(license=license, name="Support", email=f"support{license.pk}@acme.example").pk
+
+
 def _webhook_pk(license):
     from tickets.webhooks.models import Webhook
 
@@ -113,6 +119,7 @@ ROUTE_OBJECTS = {
     "blocked-email": _blocked_email_pk,
     "trusted-email": _trusted_email_pk,
     "contact-form": _contact_form_pk,
+    "mailbox": _mailbox_pk,
     "webhook": _webhook_pk,
     "view": _view_pk,
     "custom-field": lambda license: CustomFieldFactory(license=license).pk,

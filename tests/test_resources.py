@@ -116,6 +116,7 @@ def test_a_process_that_never_served_a_request_still_knows_the_resources(tmp_pat
             "contactForms",
             "customFields",
             "macros",
+            "mailboxes",
             "replyAddresses",
             "rules",
             "tags",
