@@ -55,7 +55,7 @@ CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", not DEBUG)
 INSTALLED_APPS = [
     # admin modules are imported by helpdesk/urls.py (admin.autodiscover()), not at start-up: a command that
     # serves no pages (receive_mail, run by the MTA once per mail) starts faster without them
-    "django.contrib.admin.apps.SimpleAdminConfig",
+    "accounts.console.ConsoleAdminConfig",  # SimpleAdminConfig whose site admits every active agent
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

@@ -1,13 +1,22 @@
-"""Canned responses and macros in the admin, tenant-scoped, written through their services."""
+"""Canned responses and macros in the admin, tenant-scoped, written through their services with the signed-in
+agent as actor (the API's rules: owners and normal agents write canned responses; owners shared macros, every
+writer its own private ones, which no one else sees)."""
 
 from django import forms
 from django.contrib import admin
+from django.db.models import Q
 
-from accounts.admin.tenancy import LicenseScopedAdmin, ScopedRelatedListFilter
+from accounts.admin.tenancy import (
+    LicenseScopedAdmin,
+    ScopedRelatedListFilter,
+    acting_agent,
+    admin_agents,
+)
+from helpdesk.api.permissions import WRITERS
 from tickets.canned_responses import services as canned_services
 from tickets.canned_responses.models import CannedResponse
 from tickets.macros import services as macro_services
-from tickets.macros.models import Macro
+from tickets.macros.models import PRIVATE, Macro
 
 _STAMPS = ("created_at", "created_by", "created_by_type", "updated_at", "updated_by")
 
@@ -29,6 +38,7 @@ class CannedResponseAdmin(LicenseScopedAdmin):
     autocomplete_fields = ("license",)
     readonly_fields = _STAMPS
     service_field_names = {"teamID": "team"}
+    writers = WRITERS  # the contract: normal agents may create and edit them
 
     def get_fields(self, request, obj=None):
         fields = ("text", "shortcuts", "team")
@@ -63,9 +73,33 @@ class MacroAdmin(LicenseScopedAdmin):
     autocomplete_fields = ("license",)
     readonly_fields = _STAMPS
     service_field_names = {"agentID": "agent"}
+    writers = WRITERS  # owners shared macros, every writer its own private ones (the service decides)
+
+    def get_queryset(self, request):
+        queryset = super().get_queryset(request)
+        agents = admin_agents(request)
+        if agents is None:
+            return queryset
+        return queryset.filter(~Q(visibility=PRIVATE) | Q(agent__in=[a.pk for a in agents.values()]))
+
+    def object_allows(self, request, obj, agent):
+        return obj.agent_id == agent.pk if obj.visibility == PRIVATE else True
+
+    def has_change_permission(self, request, obj=None):
+        if obj is not None and obj.visibility != PRIVATE and not request.user.is_superuser:
+            agent = (admin_agents(request) or {}).get(obj.license_id)
+            return agent is not None and agent.is_owner
+        return super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request, obj=None):
+        if obj is not None and not self.has_change_permission(request, obj):
+            return False
+        return super().has_delete_permission(request, obj)
 
     def get_fields(self, request, obj=None):
-        fields = ("name", "visibility", "agent", "actions")
+        # an agent's private macro is its own: only a superuser names another agent
+        agent = ("agent",) if request.user.is_superuser else ()
+        fields = ("name", "visibility", *agent, "actions")
         return (*fields, *self.readonly_fields) if obj is not None else ("license", *fields)
 
     def save_model(self, request, obj, form, change):
@@ -73,13 +107,15 @@ class MacroAdmin(LicenseScopedAdmin):
         values = {
             "name": data["name"],
             "visibility": data["visibility"],
-            "agent": data["agent"],
+            "agent": data.get("agent"),
             "actions": data["actions"] or [],
         }
         if change:
-            macro_services.macro_update(macro=obj, **values)
+            actor = acting_agent(request, obj.license_id)
+            macro_services.macro_update(macro=obj, actor=actor, **values)
             return
-        obj.pk = macro_services.macro_create(license=data["license"], **values).pk
+        actor = acting_agent(request, data["license"].pk)
+        obj.pk = macro_services.macro_create(license=data["license"], actor=actor, **values).pk
 
     def delete_object(self, request, obj):
-        macro_services.macro_delete(macro=obj)
+        macro_services.macro_delete(macro=obj, actor=acting_agent(request, obj.license_id))

@@ -17,10 +17,12 @@ from django.utils.safestring import mark_safe
 from accounts.admin.tenancy import (
     LicenseScopedAdmin,
     ScopedRelatedListFilter,
+    admin_agent,
     admin_license_ids,
     license_label,
 )
-from accounts.models import Agent, License
+from accounts.models import License
+from helpdesk.api.permissions import WRITERS
 from tickets import search, services
 from tickets.admin.conversation import render_conversation
 from tickets.admin.dashboard import created_solved_csv
@@ -94,6 +96,7 @@ class TicketAdmin(LicenseScopedAdmin):
     autocomplete_fields = ("license", "teams", "tags", "followers", "assignment_team", "assignment_agent")
     stamps = ("created_at", "created_by", "created_by_type", "updated_at", "updated_by")
     service_field_names = {"teamIDs": "teams", "tagIDs": "tags", "followers": "followers"}
+    writers = WRITERS  # as PATCH /v1/tickets/{ID}: owners and normal agents work tickets, viewers read
 
     def _custom_field_inputs(self, request, obj) -> dict:
         """The typed inputs of the ticket's license's custom fields (once per request)."""
@@ -251,9 +254,7 @@ class TicketAdmin(LicenseScopedAdmin):
         if data.get("reply"):
             relations["message"] = {"text": data["reply"], "isPrivate": data["reply_is_private"]}
             # signed as the admin's own agent in this license, when they are one
-            relations["author_agent"] = Agent.objects.filter(
-                license_id=obj.license_id, account=request.user
-            ).first()
+            relations["author_agent"] = admin_agent(request, obj.license_id)
         if fields or relations:
             services.ticket_update(ticket=obj, force=bool(data.get("force")), **fields, **relations)
 
@@ -266,8 +267,14 @@ class TicketAdmin(LicenseScopedAdmin):
             return None
         return value
 
+    def _writable(self, request, queryset):
+        """The chosen tickets of the licenses where this person works tickets (not those where they only read)."""
+        ids = admin_license_ids(request, self.writers)
+        return queryset if ids is None else queryset.filter(license_id__in=ids)
+
     @admin.action(description="Move selected tickets to the chosen silo", permissions=["change"])
     def move_to_silo(self, request, queryset):
+        queryset = self._writable(request, queryset)
         silo = self._chosen(request, "silo", SILOS)
         if silo is None:
             return
@@ -276,6 +283,7 @@ class TicketAdmin(LicenseScopedAdmin):
 
     @admin.action(description="Set the chosen status on selected tickets", permissions=["change"])
     def change_status(self, request, queryset):
+        queryset = self._writable(request, queryset)
         status = self._chosen(request, "status", STATUSES)
         if status is None:
             return
