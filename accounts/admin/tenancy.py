@@ -154,7 +154,7 @@ class LicenseScopedAdmin(ServiceAdmin):
 
     # --- permissions --------------------------------------------------------------------------------------
 
-    def _tenant_allows(self, request, obj, roles):
+    def _tenant_allows(self, request, obj, roles, *, write=False):
         """None for a superuser (Django's permissions decide), else whether this person holds one of `roles` in
         `obj`'s license (in any of their licenses when `obj` is None)."""
         if request.user.is_superuser:
@@ -164,17 +164,14 @@ class LicenseScopedAdmin(ServiceAdmin):
         if obj is None:
             return bool(admin_license_ids(request, roles))
         agent = (admin_agents(request) or {}).get(self.license_id_of(obj))
-        return (
-            agent is not None and bool(set(agent.roles) & roles) and self.object_allows(request, obj, agent)
-        )
+        if agent is None or not set(agent.roles) & roles:
+            return False
+        return self.object_allows(request, obj, agent, write=write)
 
-    def object_allows(self, request, obj, agent) -> bool:
-        """A per-object rule on top of the roles (e.g. a private view is its agent's): checked for views too."""
+    def object_allows(self, request, obj, agent, *, write: bool) -> bool:
+        """A per-object rule on top of the roles (a private view is its agent's, a shared one the owners' to
+        change): the services' own rule, so that the console offers only what they would accept."""
         return True
-
-    def writes_allowed(self, request, obj=None) -> bool:
-        allowed = self._tenant_allows(request, obj, self.writers)
-        return allowed is None or allowed
 
     def has_module_permission(self, request):
         allowed = self._tenant_allows(request, None, self.readers)
@@ -189,11 +186,11 @@ class LicenseScopedAdmin(ServiceAdmin):
         return super().has_add_permission(request, *args) if allowed is None else allowed
 
     def has_change_permission(self, request, obj=None):
-        allowed = self._tenant_allows(request, obj, self.writers)
+        allowed = self._tenant_allows(request, obj, self.writers, write=True)
         return super().has_change_permission(request, obj) if allowed is None else allowed
 
     def has_delete_permission(self, request, obj=None):
-        allowed = self._tenant_allows(request, obj, self.writers)
+        allowed = self._tenant_allows(request, obj, self.writers, write=True)
         return super().has_delete_permission(request, obj) if allowed is None else allowed
 
     # --- related choices ------------------------------------------------------------------------------------

@@ -48,12 +48,15 @@ class CannedResponseAdmin(LicenseScopedAdmin):
         data = form.cleaned_data
         values = {"text": data["text"], "shortcuts": data["shortcuts"] or [], "team": data["team"]}
         if change:
-            canned_services.canned_response_update(canned_response=obj, **values)
+            actor = acting_agent(request, obj.license_id)
+            canned_services.canned_response_update(canned_response=obj, actor=actor, **values)
             return
-        obj.pk = canned_services.canned_response_create(license=data["license"], **values).pk
+        actor = acting_agent(request, data["license"].pk)
+        obj.pk = canned_services.canned_response_create(license=data["license"], actor=actor, **values).pk
 
     def delete_object(self, request, obj):
-        canned_services.canned_response_delete(canned_response=obj)
+        actor = acting_agent(request, obj.license_id)
+        canned_services.canned_response_delete(canned_response=obj, actor=actor)
 
 
 class MacroForm(forms.ModelForm):
@@ -82,19 +85,10 @@ class MacroAdmin(LicenseScopedAdmin):
             return queryset
         return queryset.filter(~Q(visibility=PRIVATE) | Q(agent__in=[a.pk for a in agents.values()]))
 
-    def object_allows(self, request, obj, agent):
-        return obj.agent_id == agent.pk if obj.visibility == PRIVATE else True
-
-    def has_change_permission(self, request, obj=None):
-        if obj is not None and obj.visibility != PRIVATE and not request.user.is_superuser:
-            agent = (admin_agents(request) or {}).get(obj.license_id)
-            return agent is not None and agent.is_owner
-        return super().has_change_permission(request, obj)
-
-    def has_delete_permission(self, request, obj=None):
-        if obj is not None and not self.has_change_permission(request, obj):
-            return False
-        return super().has_delete_permission(request, obj)
+    def object_allows(self, request, obj, agent, *, write):
+        if obj.visibility == PRIVATE:
+            return obj.agent_id == agent.pk
+        return agent.is_owner or not write
 
     def get_fields(self, request, obj=None):
         # an agent's private macro is its own: only a superuser names another agent

@@ -39,8 +39,10 @@ class ViewAdmin(LicenseScopedAdmin):
             return queryset
         return queryset.filter(Q(agent__isnull=True) | Q(agent__in=[a.pk for a in agents.values()]))
 
-    def object_allows(self, request, obj, agent):
-        return obj.agent_id == agent.pk if obj.agent_id else agent.is_owner
+    def object_allows(self, request, obj, agent, *, write):
+        if obj.agent_id is not None:
+            return obj.agent_id == agent.pk
+        return agent.is_owner or not write
 
     def get_fields(self, request, obj=None):
         editable = ("name", "filters", "ordering")
