@@ -13,6 +13,7 @@ from django.utils import timezone
 from django.utils.formats import date_format
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
+from django.utils.timesince import timesince
 
 from accounts.admin.tenancy import (
     LicenseScopedAdmin,
@@ -26,6 +27,7 @@ from helpdesk.api.permissions import WRITERS
 from tickets import search, services
 from tickets.admin.conversation import render_conversation
 from tickets.admin.dashboard import created_solved_csv
+from tickets.admin.ticket_lists import TicketListFilter
 from tickets.custom_fields import forms as custom_field_forms
 from tickets.models import SILOS, STATUSES, Ticket
 
@@ -78,11 +80,13 @@ class TicketAdmin(LicenseScopedAdmin):
     actions = ("move_to_silo", "change_status")
     # Fits a laptop screen: who and what, where it stands, whose it is, and when it last moved.
     list_display = (
-        "short_id", "subject", "state", "priority", "assignee", "license_name", "last_message",
+        "short_id", "subject", "requester", "state", "priority", "team", "assignee", "license_name",
+        "last_message",
     )  # fmt: skip
     list_display_links = ("short_id", "subject")
     list_select_related = ("license", "assignment_team", "assignment_agent")
     list_filter = (
+        TicketListFilter,  # "My open tickets" first, then every ticket and the license's views, counted
         "status", "silo", "priority", ("license", ScopedRelatedListFilter),
         ("teams", ScopedRelatedListFilter), ("tags", ScopedRelatedListFilter),
         ("assignment_agent", ScopedRelatedListFilter),
@@ -171,12 +175,19 @@ class TicketAdmin(LicenseScopedAdmin):
 
     @admin.display(description="last message", ordering="last_message_at")
     def last_message(self, obj):
-        return date_format(timezone.localtime(obj.last_message_at), "M j, H:i")
+        # its age, as agents read a queue ("3 hours ago"); the date itself on hover
+        when = timezone.localtime(obj.last_message_at)
+        return format_html(
+            '<span title="{}">{} ago</span>', date_format(when, "M j, H:i"), timesince(when).split(",")[0]
+        )
 
-    @admin.display(description="assignee", ordering="assignment_team__name")
+    @admin.display(description="team", ordering="assignment_team__name")
+    def team(self, obj):
+        return str(obj.assignment_team) if obj.assignment_team else "—"
+
+    @admin.display(description="assignee", ordering="assignment_agent__name")
     def assignee(self, obj):
-        names = [str(x) for x in (obj.assignment_team, obj.assignment_agent) if x is not None]
-        return " / ".join(names) or "—"
+        return str(obj.assignment_agent) if obj.assignment_agent else "—"
 
     def get_search_results(self, request, queryset, search_term):
         # no search term for the fields: the parent only narrows autocompletes to one license
@@ -196,7 +207,7 @@ class TicketAdmin(LicenseScopedAdmin):
             {code for codes in licenses.values_list("detected_languages", flat=True) for code in codes}
         )
 
-    @admin.display(description="requester")
+    @admin.display(description="requester", ordering="requester_email")
     def requester(self, obj):
         return f"{obj.requester_name} <{obj.requester_email}>" if obj.requester_name else obj.requester_email
 
