@@ -8,7 +8,8 @@ from __future__ import annotations
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ActionForm
-from django.urls import path
+from django.core.exceptions import PermissionDenied
+from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.formats import date_format
 from django.utils.html import format_html
@@ -24,11 +25,14 @@ from accounts.admin.tenancy import (
 )
 from accounts.models import License
 from helpdesk.api.permissions import WRITERS
-from tickets import search, services
+from helpdesk.errors import Conflict
+from tickets import collisions, search, services
+from tickets.admin import reply_box
 from tickets.admin.conversation import render_conversation
 from tickets.admin.dashboard import created_solved_csv
 from tickets.admin.ticket_lists import TicketListFilter
 from tickets.custom_fields import forms as custom_field_forms
+from tickets.macros import services as macro_services
 from tickets.models import SILOS, STATUSES, Ticket
 
 _FIELDS = ("subject", "status", "priority", "silo", "custom_fields")
@@ -109,15 +113,48 @@ class TicketAdmin(LicenseScopedAdmin):
         return request._custom_field_inputs
 
     def get_form(self, request, obj=None, change=False, **kwargs):
-        if obj is not None and (typed := self._custom_field_inputs(request, obj)):
-            kwargs["form"] = type(self.form.__name__, (self.form,), dict(typed))
+        extra = {}
+        if obj is not None:
+            extra.update(self._custom_field_inputs(request, obj))
+            if self.has_change_permission(request, obj):
+                url = reverse("admin:tickets_ticket_canned_response", args=[obj.pk])
+                extra.update(reply_box.reply_fields(request, obj, url))
+        if extra:
+            kwargs["form"] = type(self.form.__name__, (self.form,), extra)
         return super().get_form(request, obj, change=change, **kwargs)
+
+    def canned_response_view(self, request, object_id):
+        """The reply box's canned response, filled for this ticket (tickets/admin/reply_box.py)."""
+        ticket = self.get_object(request, object_id)
+        if ticket is None or not self.has_change_permission(request, ticket):
+            raise PermissionDenied
+        return reply_box.canned_response_json(request, ticket)
+
+    def service_refused(self, request, exc):
+        if not (isinstance(exc, Conflict) and exc.code == "ticket_changed"):
+            return
+        # the page again with the ticket as it is now: the new version, and what happened since, named
+        request.POST = request.POST.copy()
+        request.POST["version"] = exc.details["ETag"].strip('"')
+        request.POST["macro"] = ""
+        news = "; ".join(reply_box.event_line(event) for event in exc.details["events"]) or "a change"
+        self.message_user(
+            request,
+            f"Not sent: the ticket changed since you opened it ({news}). Read the conversation below, then save "
+            "again to send your reply as it is.",
+            messages.WARNING,
+        )
 
     def get_urls(self):
         # the dashboard's created/solved chart as CSV (tickets/admin/dashboard.py)
         csv_view = self.admin_site.admin_view(created_solved_csv)
         return [
             path("created-solved.csv", csv_view, name="tickets_ticket_created_solved_csv"),
+            path(
+                "<path:object_id>/canned-response/",
+                self.admin_site.admin_view(self.canned_response_view),
+                name="tickets_ticket_canned_response",
+            ),
             *super().get_urls(),
         ]
 
@@ -143,7 +180,11 @@ class TicketAdmin(LicenseScopedAdmin):
             ),
             ("Who handles it", {"fields": ("teams", "assignment_team", "assignment_agent", "tags", "followers")}),
             ("Conversation", {"fields": ("conversation",)}),
-            ("Reply", {"fields": ("reply", "reply_is_private")}),
+            *(
+                [("Reply", {"fields": ("reply", "canned_shortcut", "reply_is_private", "macro", "version")})]
+                if self.has_change_permission(request, obj)
+                else []
+            ),
             (
                 "Details",
                 {
@@ -266,8 +307,18 @@ class TicketAdmin(LicenseScopedAdmin):
             relations["message"] = {"text": data["reply"], "isPrivate": data["reply_is_private"]}
             # signed as the admin's own agent in this license, when they are one
             relations["author_agent"] = admin_agent(request, obj.license_id)
+        # the version the page was opened at: a write against an older one is refused (tickets.collisions)
+        expected = frozenset({data["version"]}) if data.get("version") is not None else None
         if fields or relations:
-            services.ticket_update(ticket=obj, force=bool(data.get("force")), **fields, **relations)
+            obj = services.ticket_update(
+                ticket=obj, force=bool(data.get("force")), expected_versions=expected, **fields, **relations
+            )
+        elif data.get("macro") is not None:
+            collisions.check(Ticket.objects.select_for_update().get(pk=obj.pk), expected)
+        if data.get("macro") is not None:
+            macro_services.macro_apply(
+                macro=data["macro"], ticket=obj, agent=admin_agent(request, obj.license_id)
+            )
 
     # --- actions ------------------------------------------------------------------------------------------
 
