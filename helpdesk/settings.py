@@ -513,6 +513,7 @@ OAUTH2_PROVIDER_REFRESH_TOKEN_MODEL = "oauth2_provider.RefreshToken"
 OAUTH2_PROVIDER_ID_TOKEN_MODEL = "oauth2_provider.IDToken"
 OAUTH2_PROVIDER_GRANT_MODEL = "oauth2_provider.Grant"
 LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/admin/"  # a sign-in without `next` opens the console, where every agent works
 
 # --- CORS (django-cors-headers): origins of registered apps' redirect URIs (accounts/oauth/cors.py).
 CORS_URLS_REGEX = r"^/(v1/.*|oauth/token/?)$"
