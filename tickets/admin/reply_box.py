@@ -12,6 +12,7 @@ from django import forms
 from django.db.models import Q
 from django.http import Http404, JsonResponse
 from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
 
 from accounts.admin.tenancy import admin_agent
 from accounts.models import TeamMembership
@@ -50,12 +51,12 @@ class ShortcutWidget(forms.TextInput):
         return format_html(
             '{}<datalist id="canned-shortcuts">{}</datalist> '
             '<button type="button" class="button" id="insert-canned" data-url="{}">Insert</button>'
-            ' <span id="canned-error" class="errornote" hidden></span>'
+            ' <span id="canned-error" class="errornote" style="display: none"></span>'
             "<script>{}</script>",
             box,
             options,
             self.url,
-            _SCRIPT,
+            mark_safe(_SCRIPT),  # noqa: S308 - a constant of this module
         )
 
 
@@ -69,8 +70,8 @@ _SCRIPT = """
     var url = button.dataset.url + "?shortcut=" + encodeURIComponent(box.value.trim());
     fetch(url, {credentials: "same-origin"}).then(function (r) { return r.json().then(function (b) { return [r, b]; }); })
       .then(function (pair) {
-        if (!pair[0].ok) { error.textContent = pair[1].error; error.hidden = false; return; }
-        error.hidden = true;
+        if (!pair[0].ok) { error.textContent = pair[1].error; error.style.display = "inline-block"; return; }
+        error.style.display = "none";
         var at = reply.selectionStart || 0;
         reply.value = reply.value.slice(0, at) + pair[1].text + reply.value.slice(reply.selectionEnd || at);
         box.value = "";
