@@ -12,6 +12,7 @@ from accounts.admin.tenancy import (
     acting_agent,
     admin_agents,
 )
+from accounts.models import TeamMembership
 from helpdesk.api.permissions import WRITERS
 from tickets.canned_responses import services as canned_services
 from tickets.canned_responses.models import CannedResponse
@@ -39,6 +40,16 @@ class CannedResponseAdmin(LicenseScopedAdmin):
     readonly_fields = _STAMPS
     service_field_names = {"teamID": "team"}
     writers = WRITERS  # the contract: normal agents may create and edit them
+
+    def get_queryset(self, request):
+        # as /v1/cannedResponses: an owner sees all of its license's, anyone else those of no team or its teams
+        queryset = super().get_queryset(request)
+        agents = admin_agents(request)
+        if agents is None:
+            return queryset
+        owned = [pk for pk, agent in agents.items() if agent.is_owner]
+        teams = TeamMembership.objects.filter(agent__in=[a.pk for a in agents.values()]).values("team_id")
+        return queryset.filter(Q(license_id__in=owned) | Q(team__isnull=True) | Q(team_id__in=teams))
 
     def get_fields(self, request, obj=None):
         fields = ("text", "shortcuts", "team")
