@@ -299,3 +299,10 @@ def test_console_writes_are_audited_as_administrator(world, agent, clients):
     entry = AuditEntry.objects.filter(target="tags", action="create").latest("created_at")
     assert entry.author_type == "administrator"
     assert (entry.author_id, entry.author_account_id) == (agent.agent.pk, agent.account.pk)
+
+
+def test_the_dashboard_shows_deliveries_to_owners_only(world, clients):
+    assert b"Deliveries" in clients[OWNER].get("/admin/").content
+    for role in (NORMAL, VIEWER):
+        page = clients[role].get("/admin/").content
+        assert b"Deliveries" not in page and b"Acme" in page
