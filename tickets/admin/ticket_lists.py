@@ -22,15 +22,16 @@ MINE_STATUS = "open"
 
 
 def visible_views(request) -> list[View]:
-    """The views this person sees: every license's shared views and their own private ones (all for a superuser)."""
+    """The views this person sees: its licenses' shared views and its own private ones."""
     if not hasattr(request, "_console_views"):
         views = View.objects.select_related("license").order_by("license_id", "ordering", "created_at", "id")
         agents = admin_agents(request)
-        if agents is not None:
-            mine = [agent.pk for agent in agents.values()]
-            views = views.filter(license_id__in=list(agents)).filter(
-                Q(agent__isnull=True) | Q(agent__in=mine)
-            )
+        if agents is None:  # a superuser: the licenses it is an agent of (not every license's views, counted)
+            agents = {
+                a.license_id: a for a in Agent.objects.filter(account=request.user, status=STATUS_ACTIVE)
+            }
+        mine = [agent.pk for agent in agents.values()]
+        views = views.filter(license_id__in=list(agents)).filter(Q(agent__isnull=True) | Q(agent__in=mine))
         request._console_views = list(views)
     return request._console_views
 
