@@ -56,7 +56,10 @@ class TicketListFilter(admin.SimpleListFilter):
         super().__init__(request, params, model, model_admin)
 
     def default(self) -> str:
-        return MINE if my_agent_ids(self.request) else EVERY
+        # a search looks through every ticket, unless a view is chosen with it
+        if self.request.GET.get("q") or not my_agent_ids(self.request):
+            return EVERY
+        return MINE
 
     def value(self):
         return super().value() or self.default()
