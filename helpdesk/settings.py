@@ -55,7 +55,7 @@ CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", not DEBUG)
 INSTALLED_APPS = [
     # admin modules are imported by helpdesk/urls.py (admin.autodiscover()), not at start-up: a command that
     # serves no pages (receive_mail, run by the MTA once per mail) starts faster without them
-    "django.contrib.admin.apps.SimpleAdminConfig",
+    "accounts.console.ConsoleAdminConfig",  # SimpleAdminConfig whose site admits every active agent
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -564,6 +564,7 @@ OAUTH2_PROVIDER_REFRESH_TOKEN_MODEL = "oauth2_provider.RefreshToken"
 OAUTH2_PROVIDER_ID_TOKEN_MODEL = "oauth2_provider.IDToken"
 OAUTH2_PROVIDER_GRANT_MODEL = "oauth2_provider.Grant"
 LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/admin/"  # a sign-in without `next` opens the console, where every agent works
 
 # --- CORS (django-cors-headers): origins of registered apps' redirect URIs (accounts/oauth/cors.py).
 CORS_URLS_REGEX = r"^/(v1/.*|oauth/token/?)$"

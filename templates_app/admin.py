@@ -10,6 +10,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from accounts.admin.tenancy import LicenseScopedAdmin, ReadOnlyLicenseScopedAdmin, ScopedRelatedListFilter
+from helpdesk.api.permissions import OWNERS
 from templates_app import contact_forms, mail, mailboxes, reply_addresses, senders, services
 from templates_app.models import (
     BlockedSender,
@@ -113,6 +114,7 @@ class TemplateAdmin(LicenseScopedAdmin):
 
 @admin.register(OutboundMessage)
 class OutboundMessageAdmin(ReadOnlyLicenseScopedAdmin):
+    readers = OWNERS  # the mail log, for those who run the desk
     list_display = ("to", "kind", "subject", "status", "attempts", "license", "created_at", "sent_at")
     list_select_related = ("license",)
     list_filter = ("status", "kind", ("license", ScopedRelatedListFilter))
@@ -124,6 +126,7 @@ class OutboundMessageAdmin(ReadOnlyLicenseScopedAdmin):
 
 @admin.register(Invitation)
 class InvitationAdmin(ReadOnlyLicenseScopedAdmin):
+    readers = OWNERS
     list_display = ("agent", "license", "created_at", "accepted_at", "revoked_at")
     list_select_related = ("agent", "license")
     list_filter = (("license", ScopedRelatedListFilter),)
@@ -165,6 +168,7 @@ class ReplyAddressAdmin(LicenseScopedAdmin):
 
 @admin.register(InboundMessage)
 class InboundMessageAdmin(ReadOnlyLicenseScopedAdmin):
+    readers = OWNERS
     """Received mail as it came (for support): what became of it, and the raw message to view or download."""
 
     list_display = (
