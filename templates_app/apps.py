@@ -44,12 +44,16 @@ class TemplatesAppConfig(AppConfig):
 def _register_audited():
     """The e-mail app's audited models (audit/registry.py; audit, below this app, imports none of them)."""
     from audit.registry import register
-    from templates_app.models import BlockedSender, ReplyAddress, Template, TrustedSender
+    from templates_app.models import BlockedSender, EmailDomain, ReplyAddress, Template, TrustedSender
 
     register(Template, target="emailTemplates", m2m={"attachments": "attachments"})
     register(ReplyAddress, target="replyAddresses")
     register(BlockedSender, target="blockedEmails")
     register(TrustedSender, target="trustedEmails")
+    # the key pair and the last DNS check are no one's edit: the private key recorded only as changed
+    register(
+        EmailDomain, target="emailDomains", secrets=("private_key",), exclude=("public_key", "last_check")
+    )
 
 
 def _register_placeholders():

@@ -171,3 +171,7 @@ class AgentNotification(LicenseOwned):
 
     def __str__(self):
         return f"{self.kind} of {self.ticket_id} for {self.agent_id}"
+
+
+# Customers' own mail domains (DKIM) live in their own module too.
+from templates_app.models_domains import EmailDomain  # noqa: E402, F401

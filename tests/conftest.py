@@ -153,6 +153,7 @@ class SmtpSink:
 
     def __init__(self):
         self.messages = []
+        self.raw: list[bytes] = []  # the bytes as received (what a DKIM signature covers)
         self.refuse: list[str] = []
 
     async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
@@ -165,6 +166,7 @@ class SmtpSink:
         from email import message_from_bytes, policy
 
         message = message_from_bytes(envelope.content, policy=policy.default)
+        self.raw.append(envelope.original_content or envelope.content)
         self.messages.append((list(envelope.rcpt_tos), message))
         return "250 Message accepted"
 
@@ -193,6 +195,20 @@ def smtp_server(settings):
         yield sink
     finally:
         controller.stop()
+
+
+@pytest.fixture
+def dns_server(settings):
+    """A real DNS server (UDP and TCP) on a free loopback port that the product's resolver asks
+    (tests/dns_helpers.py): `dns_server.publish(name, value)` adds a TXT record."""
+    from tests.dns_helpers import DnsServer
+
+    server = DnsServer().start()
+    settings.HELPDESK_DNS_RESOLVER = server.address
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture

@@ -40,6 +40,7 @@ PATH_RESOURCES = {
     "replyAddresses": "templates",
     "blockedEmails": "templates",
     "trustedEmails": "templates",
+    "emailDomains": "templates",
 }
 REACH = {"my": "your own", "access": "the accessible", "all": "all"}
 MODES = {"ro": "Read", "rw": "Read and change"}
