@@ -112,7 +112,7 @@ ROUTE_OBJECTS = {
     "reply-address": _reply_address_pk,
     "blocked-email": _blocked_email_pk,
     "trusted-email": _trusted_email_pk,
-    "email-domain": _email_domain_pk,
+    "emaildomain": _email_domain_pk,
     "webhook": _webhook_pk,
     "view": _view_pk,
     "custom-field": lambda license: CustomFieldFactory(license=license).pk,

@@ -124,6 +124,19 @@ def test_past_the_window_a_domain_without_its_records_has_failed(owner, dns_serv
     assert verified["status"] == "setupFailed" and len(verified["lastCheck"]["missing"]) == 3
 
 
+def test_a_verification_is_one_audit_entry(owner, dns_server):
+    from tests.audit_helpers import entries_written
+
+    body = _create(owner)
+    _publish(dns_server, body)
+    with entries_written() as written:
+        _verify(owner, body)
+    entry = written.one()
+    assert (entry.action, entry.target, entry.object_id) == ("update", "emailDomains", body["ID"])
+    assert entry.changes["status"] == {"before": "new", "after": "active"}
+    assert "privateKey" not in entry.changes and "lastCheck" not in entry.changes
+
+
 def test_an_active_domain_whose_records_went_away_has_failed(owner, dns_server):
     body = _create(owner)
     _publish(dns_server, body)

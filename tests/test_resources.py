@@ -114,6 +114,7 @@ def test_a_process_that_never_served_a_request_still_knows_the_resources(tmp_pat
             "blockedEmails",
             "cannedResponses",
             "customFields",
+            "emailDomains",
             "macros",
             "replyAddresses",
             "rules",

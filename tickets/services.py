@@ -26,7 +26,7 @@ from helpdesk.context import current_actor
 from helpdesk.errors import Conflict, TooLarge, field_error
 from helpdesk.timestamps import iso
 from helpdesk.transactions import unit_of_work
-from tickets import autoassign, collisions, search, totals
+from tickets import autoassign, collisions, search, sender_lists, totals
 from tickets.custom_fields import values as custom_field_values
 from tickets.events import History, acting_agent, acting_author, assignment_side
 from tickets.models import RATINGS, READ_ONLY_SILOS, Message, Tag, Ticket, TicketTeam
@@ -224,6 +224,10 @@ def ticket_create(
         custom_fields=custom_fields,
         people_in_the_loop=_unique_people(people_in_the_loop),
     )
+    if author_type == "client" and sender_lists.is_blocked(license, ticket.requester_email):
+        ticket.silo = (
+            "spam"  # a blocked sender's new ticket, by mail or through the API (tickets.sender_lists)
+        )
     totals.changing(license.pk, [ticket.pk], new=True)
     _apply_assignment(ticket, assignment)
     stamp_create(ticket)

@@ -96,6 +96,7 @@ class EmailDomainViewSet(ResourceViewSet):
     @extend_schema(
         request=None,
         responses=EmailDomainSerializer,
+        summary="Verify e-mail domain",
         description=(
             "Look the domain's records up in DNS: all found → `active` (mail From the domain is DKIM-signed); "
             "some missing → `pendingVerification` (then `setupFailed` after the verification window, or at once "

@@ -13,7 +13,7 @@ router.register("templates", TemplateViewSet, basename="template")
 router.register("replyAddresses", ReplyAddressViewSet, basename="reply-address")
 router.register("blockedEmails", BlockedEmailViewSet, basename="blocked-email")
 router.register("trustedEmails", TrustedEmailViewSet, basename="trusted-email")
-router.register("emailDomains", EmailDomainViewSet, basename="email-domain")
+router.register("emailDomains", EmailDomainViewSet, basename="emaildomain")
 # Actions on accounts' licenses and agents (same paths and names as accounts' own routes would give them).
 router.register("licenses", LicenseForwardingViewSet, basename="license")
 router.register("agents", AgentInvitationViewSet, basename="agent")
