@@ -42,6 +42,14 @@ connection_created.connect(_commit_without_waiting_for_the_disk)
 
 
 @pytest.fixture(autouse=True, scope="session")
+def _no_dns_outside_the_tests_server():
+    """DNS look-ups (e-mail domain verification, DKIM checks of received mail) never leave the machine: a
+    closed loopback port answers at once with "unreachable" unless a test starts its server (`dns_server`)."""
+    with override_settings(HELPDESK_DNS_RESOLVER="127.0.0.1:9", HELPDESK_DNS_TIMEOUT_SECONDS=1):
+        yield
+
+
+@pytest.fixture(autouse=True, scope="session")
 def _cheap_password_hashing():
     """MD5 instead of PBKDF2's million rounds (~0.2 s of CPU a hash): the tests check that a password is
     accepted or refused, not how slowly it is hashed."""

@@ -109,6 +109,18 @@ def test_a_missing_record_keeps_the_domain_pending_and_is_named(owner, dns_serve
     assert named["name"].endswith(missing)
 
 
+def test_the_records_are_read_over_udp_and_tcp_alike(owner, dns_server):
+    from templates_app import dns
+
+    body = _create(owner)
+    _publish(dns_server, body)
+    dkim_record = body["dns"]["txt"][0]
+    resolver = dns.resolver()
+    for tcp in (False, True):  # a key longer than one 255-byte string, joined again either way
+        answer = resolver.resolve(dkim_record["name"], "TXT", tcp=tcp)
+        assert [b"".join(r.strings).decode() for r in answer] == [dkim_record["value"]]
+
+
 def test_a_wrong_record_is_named_with_what_dns_has(owner, dns_server):
     body = _create(owner)
     _publish(dns_server, body, skip=("_helpdesk",))
@@ -252,3 +264,35 @@ def test_another_licenses_active_domain_never_signs_this_licenses_mail(
     _reply_from(agent, license, ticket, django_capture_on_commit_callbacks)
     [(_, received)] = smtp_server.messages
     assert received["DKIM-Signature"] is None
+
+
+# --- admin ----------------------------------------------------------------------------------------------------
+
+
+def test_the_admin_adds_shows_and_verifies_a_domain_through_the_services(superuser, license, dns_server):
+    from audit.models import AuditEntry
+
+    # added through the service (normalized, a key made), audited
+    response = superuser.post(
+        "/admin/templates_app/emaildomain/add/", {"license": license.pk, "name": "Acme.Example"}
+    )
+    assert response.status_code == 302, response.content
+    domain = EmailDomain.objects.get(license=license)
+    assert domain.name == "acme.example" and domain.private_key
+    assert AuditEntry.objects.filter(license_id=license.pk, target="emailDomains", action="create").exists()
+    # its page lists the records to publish, never the private key
+    page = superuser.get(f"/admin/templates_app/emaildomain/{domain.pk}/change/").content.decode()
+    assert f"{domain.selector}._domainkey.acme.example" in page and "PRIVATE KEY" not in page
+    # the list's action verifies it
+    for record in domains.records(domain):
+        dns_server.publish(record.name, record.value)
+    superuser.post(
+        "/admin/templates_app/emaildomain/",
+        {"action": "verify_selected", "_selected_action": [str(domain.pk)]},
+    )
+    assert EmailDomain.objects.get(pk=domain.pk).status == "active"
+    # a name that is not a domain is the form's error, nothing stored
+    refused = superuser.post(
+        "/admin/templates_app/emaildomain/add/", {"license": license.pk, "name": "not a domain"}
+    )
+    assert refused.status_code == 200 and EmailDomain.objects.count() == 1

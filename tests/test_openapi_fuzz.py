@@ -38,6 +38,8 @@ _NOT_IN_THIS_LICENSE = re.compile(
     # filter only on the status reports, a time rule without event conditions (rules across parameters/items).
     r"|^This sender is already (blocked|trusted)\.$|is not a custom field apiKey\.$"
     r"|^Only the status reports take a status|^A time rule"
+    # an e-mail domain added once per license (stored data)
+    r"|^This domain is already added\.$"
 )
 
 

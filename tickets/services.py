@@ -203,8 +203,12 @@ def ticket_create(
     custom_fields: dict | None = None,
     people_in_the_loop=None,
     transaction_id=None,
+    sender_checked: bool = False,
 ) -> Ticket:
-    """A new ticket with its first message. No teams → the license's default team."""
+    """A new ticket with its first message. No teams → the license's default team.
+
+    A client's ticket from a blocked sender starts in `spam` (tickets.sender_lists), unless the caller checked
+    the sender itself (`sender_checked`: mail in, whose rules also weigh From against Reply-To)."""
     assignment = assignment or {}
     same_license(license, [assignment.get("team"), assignment.get("agent")], "assignment")
     teams = _new_ticket_teams(license, teams, assignment.get("team"))
@@ -224,7 +228,11 @@ def ticket_create(
         custom_fields=custom_fields,
         people_in_the_loop=_unique_people(people_in_the_loop),
     )
-    if author_type == "client" and sender_lists.is_blocked(license, ticket.requester_email):
+    if (
+        author_type == "client"
+        and not sender_checked
+        and sender_lists.is_blocked(license, ticket.requester_email)
+    ):
         ticket.silo = (
             "spam"  # a blocked sender's new ticket, by mail or through the API (tickets.sender_lists)
         )

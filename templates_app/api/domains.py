@@ -64,8 +64,19 @@ class EmailDomainSerializer(StampedOutputSerializer):
         return domain.last_check or None
 
 
+# What templates_app.domains.normalized_name takes, said for the document (ASCII; an IDN is taken too): dotted
+# labels of letters, digits and inner hyphens, the last one starting with a letter.
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+DOMAIN_PATTERN = rf"^(?:{_LABEL}\.)+[A-Za-z](?:[A-Za-z0-9-]{{0,61}}[A-Za-z0-9])?$"
+
+
+@extend_schema_field({"type": "string", "maxLength": 253, "pattern": DOMAIN_PATTERN})
+class DomainField(StrictCharField):
+    pass
+
+
 class EmailDomainWriteSerializer(StrictSerializer):
-    name = StrictCharField(max_length=253, help_text="The domain mail is sent From (acme.example).")
+    name = DomainField(max_length=253, help_text="The domain mail is sent From (acme.example).")
 
 
 class EmailDomainViewSet(ResourceViewSet):

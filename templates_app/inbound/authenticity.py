@@ -120,9 +120,17 @@ def _by_own_dkim(raw: bytes, author_domain: str) -> str:
     return ""
 
 
+def _to_reply_address(target: Target, ticket: Ticket) -> bool:
+    """Sent to the signed reply address of `ticket` (or of a ticket merged into it)."""
+    short_ids = [a.short_id for a in target.inbound if a.short_id]
+    if not short_ids or ticket.short_id in short_ids:
+        return bool(short_ids)
+    return Ticket.objects.filter(license_id=ticket.license_id, short_id__in=short_ids, parent=ticket).exists()
+
+
 def authentic(*, target: Target, mail: parse.ParsedMail, raw: bytes, ticket: Ticket) -> str:
     """How the mail is shown authentic for `ticket` ("" when it is not)."""
-    if any(a.short_id == ticket.short_id for a in target.inbound if a.short_id):
+    if _to_reply_address(target, ticket):
         return "signed reply address"
     author_domain = _domain(mail.sender.email if mail.sender else "")
     if not author_domain:
@@ -135,9 +143,11 @@ def authentic(*, target: Target, mail: parse.ParsedMail, raw: bytes, ticket: Tic
 
 def decide(*, target: Target, mail: parse.ParsedMail, raw: bytes, ticket: Ticket, author: str) -> Decision:
     """Where a mail that threading matched to `ticket` goes (module docstring)."""
+    author_on = on_ticket(ticket, author)
+    if author_on and _to_reply_address(target, ticket):  # the usual reply: decided without a query
+        return Decision(ticket, evidence="signed reply address")
     team = team_of_ticket(ticket)
     creates = team is not None and bool((team.settings or {}).get("unauthReplyCreatesNewTicket"))
-    author_on = on_ticket(ticket, author)
     if not creates:
         if author_on:
             return Decision(ticket)

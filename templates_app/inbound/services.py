@@ -210,6 +210,7 @@ def _new_ticket(
         teams=[team] if team else None,
         people_in_the_loop=people,
         transaction_id=txn_id,
+        sender_checked=True,  # the blocked list was read above (From and the requester)
     )
     if spam:
         ticket = ticket_services.ticket_update(ticket=ticket, silo="spam")
