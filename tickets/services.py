@@ -228,14 +228,9 @@ def ticket_create(
         custom_fields=custom_fields,
         people_in_the_loop=_unique_people(people_in_the_loop),
     )
-    if (
-        author_type == "client"
-        and not sender_checked
-        and sender_lists.is_blocked(license, ticket.requester_email)
-    ):
-        ticket.silo = (
-            "spam"  # a blocked sender's new ticket, by mail or through the API (tickets.sender_lists)
-        )
+    check_sender = author_type == "client" and not sender_checked
+    if check_sender and sender_lists.is_blocked(license, ticket.requester_email):
+        ticket.silo = "spam"  # as the same sender's mail goes (tickets.sender_lists)
     totals.changing(license.pk, [ticket.pk], new=True)
     _apply_assignment(ticket, assignment)
     stamp_create(ticket)

@@ -164,9 +164,7 @@ def _record_bounce(inbound: InboundMessage, mail: parse.ParsedMail) -> None:
     # the recipient's systems) and other addresses, to mark them bounced.
     named = [r.lower() for r, action, _ in bounce.recipients if action in ("failed", "")]
     if bounce.recipients and original.to.lower() not in named:
-        inbound.note = f"bounce of {bounce.original_message_id} names no failure of its recipient: ignored"[
-            :300
-        ]
+        inbound.note = f"bounce of {bounce.original_message_id}: not of its recipient, ignored"[:300]
         return
     failed = [original.to]
     inbound.note = f"bounce of {bounce.original_message_id}: {', '.join(failed)}"[:300]
