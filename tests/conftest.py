@@ -42,11 +42,17 @@ connection_created.connect(_commit_without_waiting_for_the_disk)
 
 
 @pytest.fixture(autouse=True, scope="session")
-def _no_dns_outside_the_tests_server():
-    """DNS look-ups (e-mail domain verification, DKIM checks of received mail) never leave the machine: a
-    closed loopback port answers at once with "unreachable" unless a test starts its server (`dns_server`)."""
-    with override_settings(HELPDESK_DNS_RESOLVER="127.0.0.1:9", HELPDESK_DNS_TIMEOUT_SECONDS=1):
-        yield
+def _no_dns_outside_the_machine():
+    """DNS look-ups (e-mail domain verification, DKIM checks of received mail) never leave the machine: an
+    empty DNS server on loopback answers them (NXDOMAIN), unless a test starts its own (`dns_server`)."""
+    from tests.dns_helpers import DnsServer
+
+    server = DnsServer().start()
+    try:
+        with override_settings(HELPDESK_DNS_RESOLVER=server.address, HELPDESK_DNS_TIMEOUT_SECONDS=2):
+            yield
+    finally:
+        server.stop()
 
 
 @pytest.fixture(autouse=True, scope="session")
