@@ -303,6 +303,19 @@ EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "HelpDesk <no-reply@helpdesk.localhost>")
 # Each license receives mail at <licenseID>@inbound.<HELPDESK_INBOUND_DOMAIN> (forwarding instructions).
 HELPDESK_INBOUND_DOMAIN = env_str("HELPDESK_INBOUND_DOMAIN", "helpdesk.localhost")
+# DNS for e-mail domains (verification) and DKIM checks of received mail: "host" or "host:port" of the resolver
+# to ask; empty = the system's (/etc/resolv.conf).
+HELPDESK_DNS_RESOLVER = env_str("HELPDESK_DNS_RESOLVER")
+HELPDESK_DNS_TIMEOUT_SECONDS = env_int("HELPDESK_DNS_TIMEOUT_SECONDS", 5)
+# The SPF include an e-mail domain publishes (our sending hosts); default spf.<HELPDESK_INBOUND_DOMAIN>.
+HELPDESK_SPF_INCLUDE = env_str("HELPDESK_SPF_INCLUDE", f"spf.{HELPDESK_INBOUND_DOMAIN}")
+# How long a new e-mail domain may wait for its DNS records (pendingVerification) before it is setupFailed.
+HELPDESK_EMAIL_DOMAIN_VERIFY_HOURS = env_int("HELPDESK_EMAIL_DOMAIN_VERIFY_HOURS", 72)
+# authserv-ids (RFC 8601) of the MTAs in front of us whose Authentication-Results headers are believed; those
+# of anyone else are ignored (a sender can write any header).
+HELPDESK_TRUSTED_AUTHSERV_IDS = env_list("HELPDESK_TRUSTED_AUTHSERV_IDS", [])
+# Check DKIM signatures of received mail ourselves (DNS look-ups) when no trusted Authentication-Results says.
+HELPDESK_INBOUND_DKIM_VERIFY = env_bool("HELPDESK_INBOUND_DKIM_VERIFY", True)
 # Inbound mail (receive_mail, smtp_inbound): larger messages are refused (SMTP 552, receive_mail exit 65).
 INBOUND_MAX_MESSAGE_BYTES = env_int("INBOUND_MAX_MESSAGE_BYTES", 25 * 1024 * 1024)
 # Acknowledgements (auto-replies) per sender and license per hour, beyond which none is sent (storm protection).

@@ -7,14 +7,16 @@ from django.contrib.admin.utils import unquote
 from django.db.models import Count, Max
 from django.http import Http404, HttpResponse
 from django.urls import path, reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 
 from accounts.admin.tenancy import LicenseScopedAdmin, ReadOnlyLicenseScopedAdmin, ScopedRelatedListFilter
 from helpdesk.api.permissions import OWNERS
-from templates_app import contact_forms, mail, mailboxes, reply_addresses, senders, services
+from helpdesk.errors import DomainError
+from templates_app import contact_forms, domains, mail, mailboxes, reply_addresses, senders, services
 from templates_app.models import (
     BlockedSender,
     ContactForm,
+    EmailDomain,
     InboundMessage,
     Invitation,
     Mailbox,
@@ -393,6 +395,55 @@ class MailboxAdmin(LicenseScopedAdmin):
 
     def delete_object(self, request, obj):
         mailboxes.mailbox_delete(mailbox=obj)
+
+
+@admin.register(EmailDomain)
+class EmailDomainAdmin(LicenseScopedAdmin):
+    """Customers' own mail domains: added, renamed, verified and deleted through templates_app.domains (the
+    private key is never shown)."""
+
+    list_display = ("name", "license", "status", "verified_at", "created_at")
+    list_select_related = ("license",)
+    list_filter = (("license", ScopedRelatedListFilter), "status")
+    search_fields = ("name",)
+    ordering = ("license", "name")
+    autocomplete_fields = ("license",)
+    fields = ("license", "name", "status", "selector", "dns_records", "verified_at", "last_check")
+    readonly_fields = ("status", "selector", "dns_records", "verified_at", "last_check")
+    actions = ["verify_selected"]
+
+    def get_readonly_fields(self, request, obj=None):
+        return ("license", *self.readonly_fields) if obj else ("status",)
+
+    def get_fields(self, request, obj=None):
+        return self.fields if obj else ("license", "name")
+
+    @admin.display(description="DNS records to publish")
+    def dns_records(self, obj):
+        rows = format_html_join(
+            "", "<tr><td>TXT</td><td><code>{}</code></td><td><code>{}</code></td></tr>",
+            ((r.name, r.value) for r in domains.records(obj)),
+        )  # fmt: skip
+        return format_html("<table>{}</table>", rows)
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            domains.email_domain_update(email_domain=obj, name=form.cleaned_data["name"])
+        else:
+            obj.pk = domains.email_domain_create(license=obj.license, name=obj.name).pk
+
+    def delete_object(self, request, obj):
+        domains.email_domain_delete(email_domain=obj)
+
+    @admin.action(description="Verify the DNS records of the selected domains")
+    def verify_selected(self, request, queryset):
+        for domain in queryset:
+            try:
+                domain = domains.email_domain_verify(email_domain=domain)
+            except DomainError as exc:
+                self.message_user(request, f"{domain.name}: {exc.message}", level="error")
+            else:
+                self.message_user(request, f"{domain.name}: {domain.status}")
 
 
 def mail_failures(panels, license_ids) -> None:

@@ -174,5 +174,7 @@ class AgentNotification(LicenseOwned):
         return f"{self.kind} of {self.ticket_id} for {self.agent_id}"
 
 
-# Mailboxes (the customer's support addresses, their IMAP polling) live in their own module too.
+# Customers' own mail domains (DKIM) and mailboxes (their support addresses, IMAP polling) live in their own
+# modules too.
+from templates_app.models_domains import EmailDomain  # noqa: E402, F401
 from templates_app.models_mailbox import Mailbox, MailboxState  # noqa: E402, F401

@@ -37,6 +37,12 @@ def _blocked_email_pk(license):
     return BlockedSender.objects.create(license=license, email=f"@blocked{license.pk}.example").pk
 
 
+def _email_domain_pk(license):
+    from templates_app.domains import email_domain_create
+
+    return email_domain_create(license=license, name=f"mail{license.pk}.example").pk
+
+
 def _trusted_email_pk(license):
     from templates_app.models import TrustedSender
 
@@ -120,6 +126,7 @@ ROUTE_OBJECTS = {
     "trusted-email": _trusted_email_pk,
     "contact-form": _contact_form_pk,
     "mailbox": _mailbox_pk,
+    "emaildomain": _email_domain_pk,
     "webhook": _webhook_pk,
     "view": _view_pk,
     "custom-field": lambda license: CustomFieldFactory(license=license).pk,

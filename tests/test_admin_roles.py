@@ -49,6 +49,7 @@ TABLE = {
     "trustedsender": (ALL, {OWNER}, {OWNER}, {OWNER}),
     "contactform": (ALL, {OWNER}, {OWNER}, {OWNER}),
     "mailbox": (ALL, {OWNER}, {OWNER}, {OWNER}),
+    "emaildomain": (ALL, {OWNER}, {OWNER}, {OWNER}),
     "outboundmessage": ({OWNER}, NONE, NONE, NONE),
     "inboundmessage": ({OWNER}, NONE, NONE, NONE),
     "invitation": ({OWNER}, NONE, NONE, {OWNER}),
@@ -75,7 +76,7 @@ def world(license, owner):
     """One object of every kind the console shows, in `license` (through the services, as the API writes)."""
     from accounts import services as account_services
     from billing.models import Charge, IdempotencyRecord
-    from templates_app import contact_forms, mailboxes, senders
+    from templates_app import contact_forms, domains, mailboxes, senders
     from templates_app.models import Invitation, OutboundMessage, ReplyAddress
     from templates_app.models_inbound import InboundMessage
     from tests.factories import SubscriptionFactory
@@ -97,6 +98,7 @@ def world(license, owner):
     senders.trusted_sender_create(license=license, email="@friend.example")
     contact_forms.contact_form_create(license=license, name="Contact us", team=None, fields=[], active=True)
     mailboxes.mailbox_create(license=license, name="Support", email="help@acme.example")
+    domains.email_domain_create(license=license, name="acme.example")
     OutboundMessage.objects.create(license=license, key="m-1", kind="test", to="a@example.com", subject="Hi")
     InboundMessage.objects.create(license=license, message_id="<a@b>", kind="ticket")
     Invitation.objects.create(license=license, agent=AgentFactory(license=license, status="invited"))

@@ -327,9 +327,10 @@ def test_an_unauthenticated_reply_opens_a_new_ticket_when_the_team_says_so(licen
     result = receive(license, raw)
     assert result.kind == "ticket" and result.ticket_id != ticket.pk
     assert list(ticket_of(result).teams.all()) == [team]
-    # the people on the ticket still reply into it
+    # the people on the ticket still reply into it, authenticated by the signed reply address our mail gave
+    # them (an unauthenticated From of theirs is anyone's to write: tests/test_mail_authenticity.py)
     cc_reply = simple(sender="petr@example.com", headers={"In-Reply-To": first_id})
-    assert receive(license, cc_reply).ticket_id == ticket.pk
+    assert receive(license, cc_reply, reply_address(license.pk, ticket.short_id)).ticket_id == ticket.pk
 
 
 def test_a_reply_to_the_mail_an_agent_sent_threads_into_its_ticket(license):
@@ -611,8 +612,9 @@ def test_a_foreign_reply_to_naming_the_requester_is_unauthenticated_when_the_tea
     result = receive(license, _spoof(license, ticket, **{"In-Reply-To": first_id}))
     assert result.kind == "ticket" and result.ticket_id != ticket.pk
     assert Ticket.objects.get(pk=ticket.pk).status == "solved" and len(messages(ticket)) == 1
-    # the requester herself (From) still replies into it
-    result = receive(license, simple(sender="jana.novak@example.com", headers={"In-Reply-To": first_id}))
+    # the requester herself (From) still replies into it, to the signed reply address our mail gave her
+    reply = simple(sender="jana.novak@example.com", headers={"In-Reply-To": first_id})
+    result = receive(license, reply, reply_address(license.pk, ticket.short_id))
     assert result.ticket_id == ticket.pk and Ticket.objects.get(pk=ticket.pk).status == "open"
 
 

@@ -42,6 +42,8 @@ _NOT_IN_THIS_LICENSE = re.compile(
     # customFieldKey with the customField type only (across fields), naming an active field of the license.
     r"|is built in or already used in this form\.$|^Only a field of type customField has one"
     r"|^No active custom field of this license has this apiKey|belongs to other teams than the form's"
+    # an e-mail domain added once per license (stored data)
+    r"|^This domain is already added\.$"
 )
 
 

@@ -115,6 +115,7 @@ def test_a_process_that_never_served_a_request_still_knows_the_resources(tmp_pat
             "cannedResponses",
             "contactForms",
             "customFields",
+            "emailDomains",
             "macros",
             "mailboxes",
             "replyAddresses",

@@ -42,6 +42,7 @@ PATH_RESOURCES = {
     "blockedEmails": "templates",
     "trustedEmails": "templates",
     "mailboxes": "templates",
+    "emailDomains": "templates",
 }
 REACH = {"my": "your own", "access": "the accessible", "all": "all"}
 MODES = {"ro": "Read", "rw": "Read and change"}

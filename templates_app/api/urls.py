@@ -3,6 +3,7 @@ from django.urls import path
 from helpdesk.api.routers import ApiRouter
 from templates_app.api.account_actions import AgentInvitationViewSet, LicenseForwardingViewSet
 from templates_app.api.contact_forms import ContactFormViewSet
+from templates_app.api.domains import EmailDomainViewSet
 from templates_app.api.invitations import InvitationAcceptView
 from templates_app.api.mailboxes import MailboxViewSet
 from templates_app.api.reply_addresses import ReplyAddressViewSet
@@ -16,6 +17,7 @@ router.register("blockedEmails", BlockedEmailViewSet, basename="blocked-email")
 router.register("trustedEmails", TrustedEmailViewSet, basename="trusted-email")
 router.register("contactForms", ContactFormViewSet, basename="contact-form")
 router.register("mailboxes", MailboxViewSet, basename="mailbox")
+router.register("emailDomains", EmailDomainViewSet, basename="emaildomain")
 # Actions on accounts' licenses and agents (same paths and names as accounts' own routes would give them).
 router.register("licenses", LicenseForwardingViewSet, basename="license")
 router.register("agents", AgentInvitationViewSet, basename="agent")

@@ -4,9 +4,11 @@
 - a bounce (DSN, mailer-daemon): recorded against the sent message it reports, never a ticket;
 - our own mail come back (one of our Message-IDs, or sent from one of our inbound addresses): dropped (a loop);
 - a reply (In-Reply-To/References naming a Message-ID we sent or received; else a signed reply address; else
-  the `[#shortID]` subject tag from someone on the ticket, by From: a foreign Reply-To never counts; a reply
-  whose From is not on the ticket opens a new ticket when the team's `unauthReplyCreatesNewTicket` is on): a client message on that ticket, which reopens a
-  solved/closed ticket and moves a ticket out of spam/trash/archive back to `tickets`;
+  the `[#shortID]` subject tag from someone on the ticket, by From: a foreign Reply-To never counts): a client
+  message on that ticket, which reopens a solved/closed ticket and moves a ticket out of spam/trash/archive back
+  to `tickets`; unless its author (From) is not on the ticket or the mail is not authentic (no signed reply
+  address, DKIM or DMARC pass: templates_app.inbound.authenticity) and the team's `unauthReplyCreatesNewTicket`
+  is on: then a new ticket;
 - anything else: a new ticket (requester From, or a single foreign Reply-To), in the team the address names.
 Spam (`X-Spam-Flag: YES`, unless the From is a trusted sender) never threads into an existing ticket: it opens a
 new ticket in the `spam` silo, so a spammer cannot write into (or un-spam) a customer's conversation. A blocked
@@ -33,7 +35,7 @@ from helpdesk.errors import TooLarge
 from helpdesk.transactions import unit_of_work
 from templates_app import senders, ticket_mail
 from templates_app.addresses import parse_inbound_address
-from templates_app.inbound import parse, storm
+from templates_app.inbound import authenticity, parse, storm
 from templates_app.inbound.selectors import (
     Target,
     candidates,
@@ -45,7 +47,6 @@ from templates_app.inbound.selectors import (
     on_ticket,
     outbound_by_message_ids,
     team_of,
-    team_of_ticket,
 )
 from templates_app.models import InboundMessage, OutboundMessage
 from tickets import services as ticket_services
@@ -172,7 +173,13 @@ def _record_bounce(inbound: InboundMessage, mail: parse.ParsedMail) -> None:
     if original is None:
         inbound.note = f"bounce of {bounce.original_message_id or 'an unknown message'} (not one we sent)"
         return
-    failed = [r for r, action, _ in bounce.recipients if action in ("failed", "")] or [original.to]
+    # Only what we sent to that recipient: anyone can write a DSN naming one of our Message-IDs (leaked by
+    # the recipient's systems) and other addresses, to mark them bounced.
+    named = [r.lower() for r, action, _ in bounce.recipients if action in ("failed", "")]
+    if bounce.recipients and original.to.lower() not in named:
+        inbound.note = f"bounce of {bounce.original_message_id}: not of its recipient, ignored"[:300]
+        return
+    failed = [original.to]
     inbound.note = f"bounce of {bounce.original_message_id}: {', '.join(failed)}"[:300]
     inbound.ticket_id = original.ticket_id
     if original.ticket_message_id:
@@ -224,6 +231,7 @@ def _new_ticket(
         people_in_the_loop=people,
         transaction_id=txn_id,
         custom_fields=custom_fields,
+        sender_checked=True,  # the blocked list was read above (From and the requester)
     )
     if spam:
         ticket = ticket_services.ticket_update(ticket=ticket, silo="spam")
@@ -253,7 +261,7 @@ def _reply(ticket: Ticket, mail, txn_id, note: str, *, reopen: bool = True) -> T
 
 
 def _handle(
-    inbound: InboundMessage, target: Target, mail: parse.ParsedMail, envelope_sender, entrance
+    inbound: InboundMessage, target: Target, mail: parse.ParsedMail, raw: bytes, envelope_sender, entrance
 ) -> None:
     license, sender = target.license, inbound.sender
     if mail.bounce is not None:
@@ -286,13 +294,15 @@ def _handle(
     inbound.sender = sender = requester.email[:254]
     ticket, how = (None, "") if flagged or not entrance.threads else find_ticket(target, mail, author)
     ticket = _blocked_reply_kept(ticket, author) if blocked and ticket is not None else ticket
-    team = team_of(target)
-    if ticket is not None and not on_ticket(ticket, author):
-        ticket_team = team_of_ticket(ticket)
-        if ticket_team is not None and (ticket_team.settings or {}).get("unauthReplyCreatesNewTicket"):
-            inbound.note = f"{author} is not on ticket #{ticket.short_id}: a new ticket (team setting)"
-            team, ticket = ticket_team, None
+    team, text_note = team_of(target), ""
+    if ticket is not None:  # the author and the mail's authenticity decide whether it goes there
+        decision = authenticity.decide(target=target, mail=mail, raw=raw, ticket=ticket, author=author)
+        inbound.note, text_note = decision.note, decision.text_note
+        how = f"{how}, authenticated by {decision.evidence}" if decision.evidence else how
+        if decision.ticket is None:
+            team, ticket = decision.team, None
     txn_id, note = _store_files(license, mail.files, mail.files_omitted)
+    note = f"{text_note} {note}".strip() if ticket is not None and text_note else note
     inbound.note = inbound.note or note[1:-1] or mail.problem
     if ticket is not None:
         ticket = _reply(ticket, mail, txn_id, note, reopen=not blocked)
@@ -337,7 +347,7 @@ def _store(target: Target, raw: bytes, mail: parse.ParsedMail, envelope_sender, 
     with unit_of_work():
         with acting_as(Actor(type=EMAIL_MESSAGE, email=sender, source=entrance.source)):
             _mark_inbox_used(target.license)  # before any ticket is locked (docs/architecture.md, locks)
-            _handle(inbound, target, mail, envelope_sender, entrance)
+            _handle(inbound, target, mail, raw, envelope_sender, entrance)
         inbound.raw.save(f"{inbound.pk}.eml", ContentFile(raw), save=False)
         inbound.note = inbound.note[:300]
         # inserted last, complete, in one statement: a concurrent delivery of the same message fails here on
