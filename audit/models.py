@@ -25,6 +25,7 @@ TARGETS = [
     "agents", "blockedEmails", "cannedResponses", "contactForms", "customFields", "emailDomains", "integrations",
     "licenses", "macros", "forwardingAddresses", "replyAddresses", "reports", "rules", "screencasts", "tags",
     "teams", "emailTemplates", "views", "webhooks", "trustedEmails",
+    "businessHours", "slaPolicies",
 ]  # fmt: skip
 
 

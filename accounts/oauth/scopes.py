@@ -31,6 +31,7 @@ RESOURCES = {
     "views": "saved ticket views",
     "customFields": "custom field definitions",
     "reports": "reports",
+    "sla": "business hours and SLA policies",
 }
 # The first segment of an API path -> the resource whose scope covers it.
 PATH_RESOURCES = {
@@ -40,6 +41,8 @@ PATH_RESOURCES = {
     "replyAddresses": "templates",
     "blockedEmails": "templates",
     "trustedEmails": "templates",
+    "businessHours": "sla",
+    "slaPolicies": "sla",
 }
 REACH = {"my": "your own", "access": "the accessible", "all": "all"}
 MODES = {"ro": "Read", "rw": "Read and change"}
