@@ -112,11 +112,13 @@ def test_a_process_that_never_served_a_request_still_knows_the_resources(tmp_pat
         [
             "apps",
             "blockedEmails",
+            "businessHours",
             "cannedResponses",
             "customFields",
             "macros",
             "replyAddresses",
             "rules",
+            "slaPolicies",
             "tags",
             "trustedEmails",
             "views",

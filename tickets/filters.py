@@ -422,10 +422,10 @@ class TicketFilterSet(StrictFilterSet):
         return queryset.filter(tagged if value else ~tagged)
 
     @extend_schema_field(OpenApiTypes.STR)
-    @extend_schema_field(OpenApiTypes.STR)
     def filter_sla_breached(self, queryset, name, value):
         return queryset.filter(sla_breached=value)
 
+    @extend_schema_field(OpenApiTypes.STR)
     def filter_query(self, queryset, name, value):
         value = value.strip()
         if not value:
