@@ -38,6 +38,9 @@ _NOT_IN_THIS_LICENSE = re.compile(
     # filter only on the status reports, a time rule without event conditions (rules across parameters/items).
     r"|^This sender is already (blocked|trusted)\.$|is not a custom field apiKey\.$"
     r"|^Only the status reports take a status|^A time rule"
+    # Business hours: a time zone of the tz database (its names change with its releases: the document does not
+    # list them), and rules across a week's intervals (ordered, disjoint, at least one).
+    r"|^Unknown time zone|^At least one working interval|^Intervals overlap|^The interval ends before it starts"
 )
 
 

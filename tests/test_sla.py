@@ -12,6 +12,7 @@ import time_machine
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from tests.admin_helpers import error_text
 from tests.resource_tests import Resource, ResourceTests
 from tickets.models import Ticket, TicketEvent
 from tickets.rules.services import rule_create
@@ -397,3 +398,37 @@ def test_policies_are_not_deleted_with_their_tickets_clocks(owner):
     # its clocks stay until the ticket's next write (one that records an event), which finds no policy
     assert owner.client.get(f"/v1/tickets/{ticket['ID']}").json()["sla"]["policyID"] == str(policy.pk)
     assert _patch(owner.client, ticket["ID"], {"priority": 10})["sla"] is None
+
+
+# --- the admin --------------------------------------------------------------------------------------------
+
+
+def test_the_ticket_change_page_shows_the_sla_clock_and_the_dashboard_the_nearest_breach(owner, superuser):
+    _policy(owner.license, name="Gold")
+    ticket = _create(owner.client, subject="Broken printer")
+    page = superuser.get(f"/admin/tickets/ticket/{ticket['ID']}/change/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "Policy: Gold" in html
+    assert "First response" in html and "due " in html
+    index = superuser.get("/admin/").content.decode()
+    assert "Nearest SLA breach" in index
+    assert "Broken printer" in index.split("Nearest SLA breach", 1)[1]
+
+
+def test_the_admin_writes_business_hours_through_the_service(superuser, license):
+    response = superuser.post(
+        "/admin/tickets/businesshours/add/",
+        {"license": license.pk, "name": "Office", "timezone": "Mars/Olympus", "week": '{"mon": [["09:00", "17:00"]]}',
+         "holidays": "[]"},
+    )  # fmt: skip
+    assert response.status_code == 200  # the form again, the refusal by its field
+    assert "Unknown time zone" in error_text(response), error_text(response)
+    assert not BusinessHours.objects.exists()
+    response = superuser.post(
+        "/admin/tickets/businesshours/add/",
+        {"license": license.pk, "name": "Office", "timezone": "Europe/Warsaw",
+         "week": '{"mon": [["09:00", "17:00"]]}', "holidays": "[]"},
+    )  # fmt: skip
+    assert response.status_code == 302
+    assert BusinessHours.objects.get().timezone == "Europe/Warsaw"

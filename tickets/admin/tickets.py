@@ -24,6 +24,7 @@ from accounts.models import Agent, License
 from tickets import search, services
 from tickets.admin.conversation import render_conversation
 from tickets.admin.dashboard import created_solved_csv
+from tickets.admin.sla import sla_clock_html
 from tickets.custom_fields import forms as custom_field_forms
 from tickets.models import SILOS, STATUSES, Ticket
 
@@ -135,6 +136,7 @@ class TicketAdmin(LicenseScopedAdmin):
                 {"fields": ("short_id", "license", "subject", "requester", "status", "force", "priority", "silo")},
             ),
             ("Who handles it", {"fields": ("teams", "assignment_team", "assignment_agent", "tags", "followers")}),
+            ("Service level", {"fields": ("service_level",)}),
             ("Conversation", {"fields": ("conversation",)}),
             ("Reply", {"fields": ("reply", "reply_is_private")}),
             (
@@ -154,7 +156,7 @@ class TicketAdmin(LicenseScopedAdmin):
             return ()
         return (
             "short_id", "license", "requester", "people", "language", "parent", "rating", "conversation",
-            "status_changed_at",
+            "status_changed_at", "service_level",
             "last_message_at", "last_agent_message_at", "last_client_message_at", *self.stamps,
         )  # fmt: skip
 
@@ -209,6 +211,10 @@ class TicketAdmin(LicenseScopedAdmin):
         show_images = getattr(obj, "show_remote_images", False)
         # a template that escapes what it shows, and HTML that nh3 cleaned
         return mark_safe(render_conversation(obj, show_images=show_images))  # noqa: S308
+
+    @admin.display(description="SLA clock")
+    def service_level(self, obj):
+        return sla_clock_html(obj, timezone.now())
 
     @admin.display(description="people in the loop")
     def people(self, obj):

@@ -18,7 +18,7 @@ class BusinessHours(LicenseOwned, Stamped):
     name = models.CharField(max_length=200)
     timezone = models.CharField(max_length=64)
     week = models.JSONField(default=dict)
-    holidays = models.JSONField(default=list)
+    holidays = models.JSONField(default=list, blank=True)
 
     class Meta:
         verbose_name_plural = "business hours"
@@ -37,8 +37,8 @@ class SlaPolicy(LicenseOwned, Stamped):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     name = models.CharField(max_length=200)
     ordering = models.IntegerField(default=0)
-    conditions = models.JSONField(default=list)
-    targets = models.JSONField(default=dict)
+    conditions = models.JSONField(default=list, blank=True)
+    targets = models.JSONField(default=dict, blank=True)
     business_hours = models.ForeignKey(
         BusinessHours, null=True, blank=True, on_delete=models.PROTECT, related_name="+", db_index=False
     )

@@ -2,6 +2,7 @@
 licenses' panels (tickets/admin/dashboard.py), scoped as every admin page is (accounts/admin/tenancy.py)."""
 
 from django import template
+from django.utils import timezone
 
 from accounts.admin.tenancy import admin_license_ids
 from tickets.admin.charts import created_solved_chart
@@ -17,4 +18,4 @@ def helpdesk_dashboard(context):
     data = dashboard(admin_license_ids(request), only=int(only) if only.isdigit() else None)
     for panel in data.panels:
         panel.chart = created_solved_chart(panel.days)
-    return {"dashboard": data, "days": DAYS, "superuser": request.user.is_superuser}
+    return {"dashboard": data, "days": DAYS, "superuser": request.user.is_superuser, "now": timezone.now()}
