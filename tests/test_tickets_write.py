@@ -13,7 +13,7 @@ from tickets.models import Message, Ticket
 TICKET_KEYS = [
     "ID", "licenseID", "createdAt", "updatedAt", "createdBy", "updatedBy", "createdByType", "shortID",
     "lastMessageAt", "parent", "children", "status", "priority", "subject", "teamIDs", "requester",
-    "peopleInTheLoop", "tagIDs", "followers", "assignment", "customFields", "ratingRequeestSent", "rating", "silo",
+    "peopleInTheLoop", "tagIDs", "followers", "assignment", "customFields", "ratingRequeestSent", "rating", "silo", "sla",
     "language", "events",
 ]  # fmt: skip
 
