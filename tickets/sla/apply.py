@@ -20,12 +20,12 @@ import dataclasses
 from django.utils import timezone
 
 from helpdesk.transactions import before_commit, current_unit
+from tickets import totals
 from tickets.models import Ticket
 from tickets.rules.conditions import Facts, holds
 from tickets.sla import tracker
 from tickets.sla.clock import Schedule
 from tickets.sla.models import SlaPolicy
-from tickets.totals.writing import touched
 
 _STATE = "tickets.sla"
 
@@ -114,6 +114,9 @@ def move(ticket: Ticket, chosen, write: tracker.Write) -> None:
 
 
 def save(ticket: Ticket, clocks: dict | None, breaches: list) -> None:
+    # the ticket is locked (by its write, or the sweep): declared to the search totals before it changes (a
+    # ticket its write declared already costs nothing more)
+    totals.changing(ticket.license_id, [ticket.pk])
     ticket.sla_clock = clocks
     ticket.sla = tracker.document(clocks, breaches)
     ticket.sla_due_at = tracker.due(clocks)
@@ -123,4 +126,3 @@ def save(ticket: Ticket, clocks: dict | None, breaches: list) -> None:
     Ticket.objects.filter(pk=ticket.pk).update(
         sla=ticket.sla, sla_clock=clocks, sla_due_at=ticket.sla_due_at, sla_breached=ticket.sla_breached
     )
-    touched(ticket.license_id, ticket.pk)
