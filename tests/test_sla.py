@@ -4,6 +4,7 @@ recorded by the sweep exactly once (event, webhook, rule condition), and the sea
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -200,6 +201,20 @@ def test_a_new_ticket_gets_its_due_times_in_the_write(owner):
         "breaches": [],
     }
     assert owner.client.get(f"/v1/tickets/{body['ID']}").json()["sla"] == body["sla"]
+
+
+def test_the_webhooks_ticket_document_carries_the_sla_of_its_write(owner):
+    _policy(owner.license)
+    Webhook.objects.create(
+        license=owner.license,
+        name="new",
+        url="https://example.com/h",
+        event_type="tickets.create",
+        secret="s",
+    )
+    body = _create(owner.client)
+    [delivery] = WebhookDelivery.objects.filter(event_type="tickets.create")
+    assert json.loads(delivery.body)["payload"]["ticket"]["sla"] == body["sla"] != None  # noqa: E711
 
 
 def test_due_times_count_business_hours(owner):

@@ -15,9 +15,9 @@ class TicketsConfig(AppConfig):
         from tickets.totals import wiring
         from tickets.webhooks import outbox
 
+        _connect_sla()  # before the outbox: the webhooks' ticket documents carry the clocks this write set
         events_recorded.connect(outbox.on_events_recorded, dispatch_uid="tickets.webhooks.events")
         _connect_rules()
-        _connect_sla()
         events_recorded.connect(reports.on_events_recorded, dispatch_uid="tickets.reports.metrics")
         changes_recorded.connect(outbox.on_changes_recorded, dispatch_uid="tickets.webhooks.changes")
         agent_leaving.connect(on_agent_leaving, dispatch_uid="tickets.autoassign.agent_leaving")
@@ -37,7 +37,7 @@ def _connect_rules():
 
 
 def _connect_sla():
-    """SLA clocks move in the transaction of every ticket write, after the rules' pass (connected after it)."""
+    """SLA clocks move in the transaction of every ticket write that records events (tickets.sla.apply)."""
     from tickets.signals import events_recorded
     from tickets.sla import apply
 

@@ -1,25 +1,24 @@
 """SLA clocks inside every ticket write: which policy applies, and the due times it sets.
 
-Like the rules (tickets.rules.engine), this hangs off `tickets.signals.events_recorded`: the events of a write are
-collected per ticket on the unit of work and one before-commit callback per ticket moves the ticket's clocks once
-the write is complete (after the rules' pass, whose changes join it), still inside its transaction. The policy is
-chosen again on every write (the first in `ordering` whose conditions hold: tickets.rules.conditions), so a
-ticket that moves to another team or priority gets the clocks of the policy that applies now (re-targeted, the
-business time already used kept); one that no policy matches any more loses its `sla`.
+This hangs off `tickets.signals.events_recorded`, sent by History.save inside the write's transaction once the
+ticket and its relations are final, and is connected before the webhook outbox (tickets/apps.py), so the
+`tickets.create|update` documents, the write's response and the rules (whose own changes record events and come
+back here) all see the ticket's `sla` as it now is. The policy is chosen again on every write that records events
+(the first in `ordering` whose conditions hold: tickets.rules.conditions), so a ticket that moves to another team
+or priority gets the clocks of the policy that applies now (re-targeted, the business time already used kept);
+one that no policy matches any more loses its `sla`.
 
 Cost: the license's policies (with their business hours) are read once per unit of work (one statement, as the
 rules read their event rules), and the ticket's SLA columns are written with one UPDATE when they changed, so a
-ticket write under a policy adds two statements, one without any policy adds one. A write whose only events are
-SLA breaches (the sweep's) moves nothing.
+ticket write under a policy adds two statements, one without any policy adds one. Events that are only SLA
+breaches (the sweep's, which saves the clocks itself) move nothing.
 """
 
 from __future__ import annotations
 
-import dataclasses
-
 from django.utils import timezone
 
-from helpdesk.transactions import before_commit, current_unit
+from helpdesk.transactions import current_unit
 from tickets import totals
 from tickets.models import Ticket
 from tickets.rules.conditions import Facts, holds
@@ -30,31 +29,33 @@ from tickets.sla.models import SlaPolicy
 _STATE = "tickets.sla"
 
 
-@dataclasses.dataclass
-class _Pending:
-    ticket: Ticket
-    created: bool = False
-    events: list = dataclasses.field(default_factory=list)
-
-
 def _state() -> dict | None:
     unit = current_unit()
     if unit is None:
         return None
-    return unit.state.setdefault(_STATE, {"pending": {}, "policies": {}})
+    return unit.state.setdefault(_STATE, {"policies": {}})
 
 
 def on_events_recorded(sender, *, ticket, events, created=False, **kwargs) -> None:
-    state = _state()
-    if state is None or all(event.type == "sla" for event in events):
+    if all(event.type == "sla" for event in events):
         return
-    pending = state["pending"].get(ticket.pk)
-    if pending is None:
-        pending = state["pending"][ticket.pk] = _Pending(ticket)
-        before_commit(lambda pk=ticket.pk: _run(pk))
-    pending.ticket = ticket  # the latest saved instance (a rule's change saves another one)
-    pending.created |= created
-    pending.events.extend(events)
+    found = policies(ticket.license_id, _state())
+    if not found and ticket.sla_clock is None:
+        return
+    facts = Facts(ticket, events, created=created, now=timezone.now())
+    chosen = next(((p, s) for p, s in found if all(holds(c, facts) for c in p.conditions)), None)
+    messages = [e.message for e in events if e.type == "message" and e.message is not None]
+    write = tracker.Write(
+        now=facts.now,
+        status=ticket.status,
+        targets={} if chosen is None else tracker.targets_for(chosen[0].targets, ticket.priority),
+        created=created,
+        client_message=any(m.author_type == "client" and not m.is_private for m in messages),
+        # a new ticket's first message is the request, whoever typed it (an agent on the phone)
+        agent_response=not created and any(m.author_type == "agent" and not m.is_private for m in messages),
+        answered_before=not created and ticket.last_agent_message_at is not None,
+    )
+    move(ticket, chosen, write)
 
 
 def policies(license_id: int, state: dict | None = None) -> list[tuple[SlaPolicy, Schedule | None]]:
@@ -71,30 +72,6 @@ def policies(license_id: int, state: dict | None = None) -> list[tuple[SlaPolicy
 
 def schedule_of(hours) -> Schedule:
     return Schedule.of(hours.timezone, hours.week, hours.holidays)
-
-
-def _run(ticket_id) -> None:
-    state = _state()
-    pending = state["pending"].pop(ticket_id)
-    ticket = pending.ticket
-    found = policies(ticket.license_id, state)
-    if not found and ticket.sla_clock is None:
-        return
-    facts = Facts(ticket, pending.events, created=pending.created, now=timezone.now())
-    chosen = next(((p, s) for p, s in found if all(holds(c, facts) for c in p.conditions)), None)
-    messages = [e.message for e in pending.events if e.type == "message" and e.message is not None]
-    write = tracker.Write(
-        now=facts.now,
-        status=ticket.status,
-        targets={} if chosen is None else tracker.targets_for(chosen[0].targets, ticket.priority),
-        created=pending.created,
-        client_message=any(m.author_type == "client" and not m.is_private for m in messages),
-        # a new ticket's first message is the request, whoever typed it (an agent on the phone)
-        agent_response=not pending.created
-        and any(m.author_type == "agent" and not m.is_private for m in messages),
-        answered_before=not pending.created and ticket.last_agent_message_at is not None,
-    )
-    move(ticket, chosen, write)
 
 
 def move(ticket: Ticket, chosen, write: tracker.Write) -> None:
