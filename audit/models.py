@@ -26,6 +26,7 @@ TARGETS = [
     "licenses", "macros", "forwardingAddresses", "replyAddresses", "reports", "rules", "screencasts", "tags",
     "teams", "emailTemplates", "views", "webhooks", "trustedEmails",
     "mailboxes",  # ours: the e-mail channel's mailboxes (the spec's enum has no name for them)
+    "businessHours", "slaPolicies",
 ]  # fmt: skip
 
 

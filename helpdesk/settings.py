@@ -543,6 +543,13 @@ CELERY_BEAT_SCHEDULE["rules-time-sweep"] = {
     "options": {"expires": 55},
 }
 
+# --- SLA breaches (tickets/sla/sweep.py): every minute, the clocks that ran out (a breach at the minute it happens).
+CELERY_BEAT_SCHEDULE["sla-breach-sweep"] = {
+    "task": "tickets.tasks.record_sla_breaches",
+    "schedule": 60.0,
+    "options": {"expires": 55},
+}
+
 # --- OAuth 2.0 (django-oauth-toolkit): apps registered at /v1/apps, consent at /oauth/authorize.
 OAUTH_ACCESS_TOKEN_SECONDS = env_int("OAUTH_ACCESS_TOKEN_SECONDS", 3600)
 OAUTH_REFRESH_TOKEN_SECONDS = env_int("OAUTH_REFRESH_TOKEN_SECONDS", 30 * 24 * 3600)

@@ -91,6 +91,20 @@ def _rule_pk(license):
     return rule_create(license=license, name="rule", triggers=[], actions=[]).pk
 
 
+def _business_hours_pk(license):
+    from tickets.sla.services import business_hours_create
+
+    return business_hours_create(
+        license=license, name="Office", timezone="Europe/Warsaw", week={"mon": [["09:00", "17:00"]]}
+    ).pk
+
+
+def _sla_policy_pk(license):
+    from tickets.sla.services import sla_policy_create
+
+    return sla_policy_create(license=license, name="Standard", targets={"0": {"resolutionMinutes": 60}}).pk
+
+
 def _view_pk(license):
     from tickets.saved_views.models import View
 
@@ -118,6 +132,8 @@ ROUTE_OBJECTS = {
     "cannedresponse": _canned_response_pk,
     "macro": _macro_pk,
     "rule": _rule_pk,
+    "business-hours": _business_hours_pk,
+    "sla-policy": _sla_policy_pk,
     "transaction": _transaction_pk,
     "template": lambda license: TemplateFactory(license=license).pk,
     "subscription": lambda license: SubscriptionFactory(license=license).pk,

@@ -50,6 +50,8 @@ TABLE = {
     "contactform": (ALL, {OWNER}, {OWNER}, {OWNER}),
     "mailbox": (ALL, {OWNER}, {OWNER}, {OWNER}),
     "emaildomain": (ALL, {OWNER}, {OWNER}, {OWNER}),
+    "businesshours": (ALL, {OWNER}, {OWNER}, {OWNER}),
+    "slapolicy": (ALL, {OWNER}, {OWNER}, {OWNER}),
     "outboundmessage": ({OWNER}, NONE, NONE, NONE),
     "inboundmessage": ({OWNER}, NONE, NONE, NONE),
     "invitation": ({OWNER}, NONE, NONE, {OWNER}),
@@ -84,6 +86,7 @@ def world(license, owner):
     from tickets.macros.services import macro_create
     from tickets.rules.services import rule_create
     from tickets.saved_views.services import view_create
+    from tickets.sla import services as sla_services
 
     TeamFactory(license=license, name="Billing")
     TicketFactory(license=license, tags=[TagFactory(license=license)])
@@ -99,6 +102,15 @@ def world(license, owner):
     contact_forms.contact_form_create(license=license, name="Contact us", team=None, fields=[], active=True)
     mailboxes.mailbox_create(license=license, name="Support", email="help@acme.example")
     domains.email_domain_create(license=license, name="acme.example")
+    hours = sla_services.business_hours_create(
+        license=license, name="Office", timezone="Europe/Warsaw", week={"mon": [["09:00", "17:00"]]}
+    )
+    sla_services.sla_policy_create(
+        license=license,
+        name="Standard",
+        targets={"0": {"firstResponseMinutes": 60}},
+        business_hours_id=hours.pk,
+    )
     OutboundMessage.objects.create(license=license, key="m-1", kind="test", to="a@example.com", subject="Hi")
     InboundMessage.objects.create(license=license, message_id="<a@b>", kind="ticket")
     Invitation.objects.create(license=license, agent=AgentFactory(license=license, status="invited"))

@@ -44,6 +44,9 @@ _NOT_IN_THIS_LICENSE = re.compile(
     r"|^No active custom field of this license has this apiKey|belongs to other teams than the form's"
     # an e-mail domain added once per license (stored data)
     r"|^This domain is already added\.$"
+    # Business hours: a time zone of the tz database (its names change with its releases: the document does not
+    # list them), and rules across a week's intervals (ordered, disjoint, at least one).
+    r"|^Unknown time zone|^At least one working interval|^Intervals overlap|^The interval ends before it starts"
 )
 
 

@@ -112,6 +112,7 @@ def test_a_process_that_never_served_a_request_still_knows_the_resources(tmp_pat
         [
             "apps",
             "blockedEmails",
+            "businessHours",
             "cannedResponses",
             "contactForms",
             "customFields",
@@ -120,6 +121,7 @@ def test_a_process_that_never_served_a_request_still_knows_the_resources(tmp_pat
             "mailboxes",
             "replyAddresses",
             "rules",
+            "slaPolicies",
             "tags",
             "trustedEmails",
             "views",

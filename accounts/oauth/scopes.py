@@ -32,6 +32,7 @@ RESOURCES = {
     "customFields": "custom field definitions",
     "reports": "reports",
     "contactForms": "contact forms",
+    "sla": "business hours and SLA policies",
 }
 # The first segment of an API path -> the resource whose scope covers it.
 PATH_RESOURCES = {
@@ -43,6 +44,8 @@ PATH_RESOURCES = {
     "trustedEmails": "templates",
     "mailboxes": "templates",
     "emailDomains": "templates",
+    "businessHours": "sla",
+    "slaPolicies": "sla",
 }
 REACH = {"my": "your own", "access": "the accessible", "all": "all"}
 MODES = {"ro": "Read", "rw": "Read and change"}

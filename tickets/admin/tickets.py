@@ -30,6 +30,7 @@ from tickets import collisions, search, services
 from tickets.admin import reply_box
 from tickets.admin.conversation import render_conversation
 from tickets.admin.dashboard import created_solved_csv
+from tickets.admin.sla import sla_clock_html
 from tickets.admin.ticket_lists import TicketListFilter
 from tickets.custom_fields import forms as custom_field_forms
 from tickets.macros import services as macro_services
@@ -186,6 +187,7 @@ class TicketAdmin(LicenseScopedAdmin):
                 {"fields": ("short_id", "license", "subject", "requester", "status", "force", "priority", "silo")},
             ),
             ("Who handles it", {"fields": ("teams", "assignment_team", "assignment_agent", "tags", "followers")}),
+            ("Service level", {"fields": ("service_level",)}),
             ("Conversation", {"fields": ("conversation",)}),
             *(
                 [("Reply", {"fields": ("reply", "canned_shortcut", "reply_is_private", "macro", "version")})]
@@ -209,7 +211,7 @@ class TicketAdmin(LicenseScopedAdmin):
             return ()
         return (
             "short_id", "license", "requester", "people", "language", "parent", "rating", "conversation",
-            "status_changed_at",
+            "status_changed_at", "service_level",
             "last_message_at", "last_agent_message_at", "last_client_message_at", *self.stamps,
         )  # fmt: skip
 
@@ -278,6 +280,10 @@ class TicketAdmin(LicenseScopedAdmin):
         show_images = getattr(obj, "show_remote_images", False)
         # a template that escapes what it shows, and HTML that nh3 cleaned
         return mark_safe(render_conversation(obj, show_images=show_images))  # noqa: S308
+
+    @admin.display(description="SLA clock")
+    def service_level(self, obj):
+        return sla_clock_html(obj, timezone.now())
 
     @admin.display(description="people in the loop")
     def people(self, obj):

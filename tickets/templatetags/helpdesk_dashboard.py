@@ -2,6 +2,7 @@
 licenses' panels (tickets/admin/dashboard.py), scoped as every admin page is (accounts/admin/tenancy.py)."""
 
 from django import template
+from django.utils import timezone
 
 from accounts.admin.tenancy import admin_license_ids
 from helpdesk.api.permissions import OWNERS
@@ -20,4 +21,4 @@ def helpdesk_dashboard(context):
     for panel in data.panels:
         panel.chart = created_solved_chart(panel.days)
         panel.operations = owned is None or panel.license.pk in owned
-    return {"dashboard": data, "days": DAYS, "superuser": request.user.is_superuser}
+    return {"dashboard": data, "days": DAYS, "superuser": request.user.is_superuser, "now": timezone.now()}
