@@ -18,6 +18,7 @@ from django.db.models import Aggregate, Avg, Count, Exists, F, FloatField, Integ
 from django.db.models.functions import ExtractHour, Trunc
 
 from tickets.models import Ticket, TicketTeam
+from tickets.reports import rollups
 from tickets.reports.registry import AGENTS, COUNT, HOURS, RATING, SERIES, SOURCE_NAMES, SOURCES, TIME, Report
 
 REPORTED_SILOS = ["tickets", "archive"]  # spam and trash leave the reports, as a purged ticket does
@@ -58,10 +59,29 @@ def percentile(values: list[float], fraction: float) -> float | None:
 
 
 def run(report: Report, query: Query) -> dict:
-    """The report's `summary` and its `series` or `rows`, as the API shows them."""
+    """The report's `summary` and its `series` or `rows`, as the API shows them: from the rollups when they
+    cover the query (tickets.reports.rollups), else from the rows."""
+    if rollups.covers(report, query):
+        document = rollups.run(report, query)
+        if document is not None:
+            return document
     rows = _filtered(report, query)
     if report.layout == SERIES:
         found = _aggregate(report, rows, Trunc(report.at, query.interval, tzinfo=query.tz))
+    elif report.layout == HOURS:
+        found = _aggregate(report, rows, ExtractHour(report.at, tzinfo=query.tz))
+    else:
+        found = _aggregate(report, rows, F(report.group))
+    summary = None
+    if report.family == TIME:  # percentiles do not add up: the range's own statement
+        summary = next(iter(_aggregate(report, rows, None).values()), None) or empty(report)
+    return shaped(report, query, found, summary)
+
+
+def shaped(report: Report, query: Query, found: dict, summary: dict | None) -> dict:
+    """The document of {bucket key: values}: series keys are the database's bucket starts (aware), hours 0-23,
+    rows agent or team IDs; `summary` None: the sum of the buckets (every row is in exactly one)."""
+    if report.layout == SERIES:
         by_wall = {key.astimezone(query.tz).replace(tzinfo=None): values for key, values in found.items()}
         result = {
             "series": [
@@ -70,16 +90,12 @@ def run(report: Report, query: Query) -> dict:
             ]
         }
     elif report.layout == HOURS:
-        found = _aggregate(report, rows, ExtractHour(report.at, tzinfo=query.tz))
         result = {"series": [{"hour": h, **(found.get(h) or empty(report))} for h in range(24)]}
     else:
         key = "agentID" if report.layout == AGENTS else "teamID"
-        found = _aggregate(report, rows, F(report.group))
         ordered = sorted(found.items(), key=lambda item: (-item[1]["count"], str(item[0])))
         result = {"rows": [{key: ident, **values} for ident, values in ordered]}
-    if report.family == TIME:  # percentiles do not add up: the range's own statement
-        summary = next(iter(_aggregate(report, rows, None).values()), None) or empty(report)
-    else:  # every row is in exactly one bucket: the summary is their sum (one statement, not two)
+    if summary is None:
         summary = _sum(report, found.values())
     return {"summary": summary, **result}
 

@@ -8,10 +8,13 @@ resolution (1); a silo move updates the copies of the ticket's silo (2); other w
 
 from __future__ import annotations
 
-from tickets.reports import cycles
+from tickets.reports import cycles, rollups
 from tickets.reports.models import TicketMetrics, TicketResolution
 
 _RELEVANT = ("message", "status")
+# What else moves a ticket's rollups (tickets.reports.rollups): its silo, its assignee (status and rating per
+# agent and team) and its rating.
+_ROLLED = ("silo", "assignment", "rating")
 
 
 def fact(event) -> cycles.Fact:
@@ -27,6 +30,7 @@ def fact(event) -> cycles.Fact:
 
 
 def on_events_recorded(sender, *, ticket, events, created=False, **kwargs) -> None:
+    before = None  # the ticket's contribution to the rollups before this write
     if created:
         metrics = TicketMetrics(
             ticket_id=ticket.pk, license_id=ticket.license_id, created_at=ticket.created_at
@@ -34,10 +38,7 @@ def on_events_recorded(sender, *, ticket, events, created=False, **kwargs) -> No
         cycles.start(
             metrics, created_at=ticket.created_at, status=ticket.status, source=events[0].source_type
         )
-    elif not any(event.type in _RELEVANT for event in events):
-        if any(event.type == "silo" for event in events):  # a move alone: the copies follow, nothing to read
-            TicketMetrics.objects.filter(ticket_id=ticket.pk).update(silo=ticket.silo)
-            TicketResolution.objects.filter(ticket_id=ticket.pk).update(silo=ticket.silo)
+    elif not any(event.type in _RELEVANT + _ROLLED for event in events):
         return
     else:
         metrics = TicketMetrics.objects.filter(ticket_id=ticket.pk).first()
@@ -49,22 +50,35 @@ def on_events_recorded(sender, *, ticket, events, created=False, **kwargs) -> No
                 created_at=ticket.created_at,
             )
             created = True
+        else:
+            before = rollups.state_of_metrics(metrics, ticket.created_at)
+    was_reported = before is not None and before["silo"] in rollups.REPORTED_SILOS
     moved = metrics.silo != ticket.silo
-    metrics.silo = ticket.silo
-    before = _state(metrics)
+    copies = _copies(metrics)
+    rollups.copy_ticket(metrics, ticket)
+    state = _state(metrics)
     solved = []
-    for event in events:
-        closed = cycles.fold(
-            metrics, fact(event), agent_id=ticket.assignment_agent_id, team_id=ticket.assignment_team_id
-        )
-        if closed is not None:
-            solved.append(closed)
+    if any(event.type in _RELEVANT for event in events):
+        for event in events:
+            closed = cycles.fold(
+                metrics, fact(event), agent_id=ticket.assignment_agent_id, team_id=ticket.assignment_team_id
+            )
+            if closed is not None:
+                solved.append(closed)
     if created:
         metrics.save(force_insert=True)
-    elif moved or _state(metrics) != before:
+    elif _state(metrics) != state or _copies(metrics) != copies:
         metrics.save()
+    delta = rollups.contribution(before, -1)
+    rollups.contribution(rollups.state_of_metrics(metrics, ticket.created_at), 1, delta)
+    reported = ticket.silo in rollups.REPORTED_SILOS
     if moved and not created:  # not an audited model: one UPDATE of the ticket's few resolutions
-        TicketResolution.objects.filter(ticket_id=ticket.pk).update(silo=ticket.silo)
+        if (
+            TicketResolution.objects.filter(ticket_id=ticket.pk).update(silo=ticket.silo)
+            and reported != was_reported
+        ):
+            earlier = TicketResolution.objects.filter(ticket_id=ticket.pk)
+            rollups.resolution_contribution(earlier, 1 if reported else -1, delta)
     if solved:
         TicketResolution.objects.bulk_create(
             TicketResolution(
@@ -79,7 +93,15 @@ def on_events_recorded(sender, *, ticket, events, created=False, **kwargs) -> No
             )
             for each in solved
         )
+        if reported:
+            rollups.resolution_contribution(solved, 1, delta)
+    rollups.apply(ticket.license_id, {key: v for key, v in delta.items() if v[0] or v[1]})
 
 
 def _state(metrics) -> tuple:
     return (metrics.first_client_message_at, metrics.first_response_at, metrics.cycle_started_at)
+
+
+def _copies(metrics) -> tuple:
+    return (metrics.silo, metrics.status, metrics.assignee_id, metrics.assigned_team_id, metrics.rated_at,
+            metrics.rating)  # fmt: skip
