@@ -83,7 +83,7 @@ class TicketResolution(models.Model):
 
 
 class ReportRollup(models.Model):
-    """Per license, report metric, UTC hour and dimension: the rows counted and their seconds summed.
+    """Per license, report metric, UTC hour (and UTC day) and dimension: the rows counted and their seconds summed.
 
     `metric`: `new` (tickets created), `source` (`key`: the source), `status.<status>` (tickets created now in
     the status), `rating` (`key`: good/bad), `response` and `resolution` (`key`: the seconds' histogram bucket,
@@ -95,6 +95,7 @@ class ReportRollup(models.Model):
     license = models.ForeignKey(License, on_delete=models.CASCADE, related_name="+", db_index=False)
     metric = models.CharField(max_length=20)
     dim = models.CharField(max_length=1, blank=True)
+    grain = models.CharField(max_length=1, default="h")  # "h": `hour` is the hour's start; "d": the UTC day's
     hour = models.DateTimeField()
     ident = models.CharField(max_length=36, blank=True)
     key = models.CharField(max_length=10, blank=True)
@@ -105,7 +106,7 @@ class ReportRollup(models.Model):
         constraints = [
             # The upsert's conflict target, and the reports' index: license, metric and dim equal, hours a range.
             models.UniqueConstraint(
-                fields=["license", "metric", "dim", "hour", "ident", "key"], name="report_rollup_key"
+                fields=["license", "metric", "dim", "grain", "hour", "ident", "key"], name="report_rollup_key"
             )
         ]
 

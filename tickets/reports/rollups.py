@@ -26,7 +26,7 @@ import uuid
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F, Sum
+from django.db.models import F, Q, Sum
 from django.db.models.functions import ExtractHour, Trunc
 
 from tickets.reports.models import ReportRollup, TicketMetrics, TicketResolution
@@ -49,6 +49,7 @@ BOUNDS = [RATIO**k for k in range(0, 129)]  # bucket 0: [0, 1 s); bucket k: [2^(
 EXACT_PERCENTILE_ROWS = 10_000
 UTC = datetime.UTC
 _ALL, _AGENT, _TEAM = "", "a", "t"
+HOUR, DAY = "h", "d"
 
 # Which metric each report family reads, by report name prefix.
 _METRICS = {"newTickets": "new", "responseTime": "response", "resolutionTime": "resolution", "rating": "rating",
@@ -98,26 +99,35 @@ def copy_ticket(metrics, ticket) -> None:
     metrics.rating = ticket.rating_score
 
 
+def _adder(found: dict, sign: int):
+    """add(metric, dim, hour, ident, key, seconds): into the hour's row and its UTC day's."""
+
+    def add(metric, dim, hour, ident, key, seconds):
+        day = hour.replace(hour=0)
+        for row_key in ((metric, dim, HOUR, hour, ident, key), (metric, dim, DAY, day, ident, key)):
+            values = found.setdefault(row_key, [0, 0.0])
+            values[0] += sign
+            values[1] += sign * seconds
+
+    return add
+
+
 def _three(add, metric, hour, key, agent, team, seconds=0.0):
-    add((metric, _ALL, hour, "", key), seconds)
-    add((metric, _AGENT, hour, _ident(agent), key), seconds)
-    add((metric, _TEAM, hour, _ident(team), key), seconds)
+    add(metric, _ALL, hour, "", key, seconds)
+    add(metric, _AGENT, hour, _ident(agent), key, seconds)
+    add(metric, _TEAM, hour, _ident(team), key, seconds)
 
 
 def contribution(state: dict | None, sign: int = 1, into: dict | None = None) -> dict:
-    """{(metric, dim, hour, ident, key): [count, seconds]} of one ticket's state (not its resolutions)."""
+    """{(metric, dim, grain, hour, ident, key): [count, seconds]} of one ticket's state (not its resolutions)."""
     found = {} if into is None else into
-
-    def add(row_key, seconds):
-        values = found.setdefault(row_key, [0, 0.0])
-        values[0] += sign
-        values[1] += sign * seconds
+    add = _adder(found, sign)
 
     if state is None or state["silo"] not in REPORTED_SILOS:
         return found
     hour = _hour(state["created_at"])
-    add(("new", _ALL, hour, "", ""), 0.0)
-    add(("source", _ALL, hour, "", state["source"] or ""), 0.0)
+    add("new", _ALL, hour, "", "", 0.0)
+    add("source", _ALL, hour, "", state["source"] or "", 0.0)
     _three(add, f"status.{state['status']}", hour, "", state["agent"], state["team"])
     if state["rated_at"] is not None and state["rating"] in ("good", "bad"):
         _three(add, "rating", _hour(state["rated_at"]), state["rating"], state["agent"], state["team"])
@@ -131,12 +141,7 @@ def contribution(state: dict | None, sign: int = 1, into: dict | None = None) ->
 def resolution_contribution(resolutions, sign: int = 1, into: dict | None = None) -> dict:
     """The same of resolutions: objects or dicts with solved_at, seconds, agent_id, team_id."""
     found = {} if into is None else into
-
-    def add(row_key, seconds):
-        values = found.setdefault(row_key, [0, 0.0])
-        values[0] += sign
-        values[1] += sign * seconds
-
+    add = _adder(found, sign)
     for each in resolutions:
         get = each.get if isinstance(each, dict) else each.__getattribute__
         seconds = get("seconds") or 0.0
@@ -163,13 +168,13 @@ def apply(license_id: int, delta: dict) -> None:
     table = ReportRollup._meta.db_table
     adapt = connection.ops.adapt_datetimefield_value
     rows, params = [], []
-    for (metric, dim, hour, ident, key), (count, seconds) in sorted(delta.items()):
-        rows.append("(%s, %s, %s, %s, %s, %s, %s, %s)")
-        params += [license_id, metric, dim, adapt(hour), ident, key, count, seconds]
+    for (metric, dim, grain, hour, ident, key), (count, seconds) in sorted(delta.items()):
+        rows.append("(%s, %s, %s, %s, %s, %s, %s, %s, %s)")
+        params += [license_id, metric, dim, grain, adapt(hour), ident, key, count, seconds]
     with connection.cursor() as cursor:
         cursor.execute(
-            f"INSERT INTO {table} (license_id, metric, dim, hour, ident, key, count, seconds) "
-            f"VALUES {', '.join(rows)} ON CONFLICT (license_id, metric, dim, hour, ident, key) DO UPDATE "
+            f"INSERT INTO {table} (license_id, metric, dim, grain, hour, ident, key, count, seconds) "
+            f"VALUES {', '.join(rows)} ON CONFLICT (license_id, metric, dim, grain, hour, ident, key) DO UPDATE "
             f"SET count = {table}.count + EXCLUDED.count, seconds = {table}.seconds + EXCLUDED.seconds",
             params,
         )
@@ -204,7 +209,7 @@ def unassign(license_id: int, dim: str, ident) -> None:
     delta: dict = {}
     for row in current:
         for sign, who in ((-1, ident), (1, "")):
-            values = delta.setdefault((row.metric, dim, row.hour, who, row.key), [0, 0.0])
+            values = delta.setdefault((row.metric, dim, row.grain, row.hour, who, row.key), [0, 0.0])
             values[0] += sign * row.count
             values[1] += sign * row.seconds
     apply(license_id, delta)
@@ -233,8 +238,10 @@ def rebuild(license_id: int, *, chunk: int = 20_000) -> int:
         totals = expected(license_id, chunk=chunk)
         ReportRollup.objects.filter(license_id=license_id).delete()
         adapt_rows = [
-            ReportRollup(license_id=license_id, metric=m, dim=d, hour=h, ident=i, key=k, count=c, seconds=s)
-            for (m, d, h, i, k), (c, s) in totals.items()
+            ReportRollup(
+                license_id=license_id, metric=m, dim=d, grain=g, hour=h, ident=i, key=k, count=c, seconds=s
+            )
+            for (m, d, g, h, i, k), (c, s) in totals.items()
             if c or s
         ]
         ReportRollup.objects.bulk_create(adapt_rows, batch_size=5000)
@@ -280,7 +287,7 @@ def _copy_tickets(license_id: int) -> None:
 def stored(license_id: int) -> dict:
     """The license's rollups as kept (zero rows left out): compared with `expected` by the tests and --check."""
     rows = ReportRollup.objects.filter(license_id=license_id).exclude(count=0, seconds=0)
-    return {(r.metric, r.dim, r.hour, r.ident, r.key): [r.count, r.seconds] for r in rows.order_by()}
+    return {(r.metric, r.dim, r.grain, r.hour, r.ident, r.key): [r.count, r.seconds] for r in rows.order_by()}
 
 
 # --- reading ---------------------------------------------------------------------------------------------------
@@ -327,10 +334,17 @@ def run(report: Report, query) -> dict | None:
     from tickets.reports import selectors
 
     dim = {AGENTS: _AGENT, TEAMS: _TEAM}.get(report.layout, _ALL)
+    if report.layout == HOURS:  # the hour of the day: hour rows only
+        ranges = Q(grain=HOUR, hour__gte=query.start, hour__lt=query.end)
+    elif report.layout == SERIES:
+        starts = [start for _, start in selectors.buckets(query)]
+        edges = [max(start, query.start) for start in starts] + [query.end]
+        ranges = cover(list(zip(edges, edges[1:], strict=False)))
+    else:
+        ranges = cover([(query.start, query.end)])
     rows = ReportRollup.objects.filter(
-        license_id=query.license_id, metric=metric_of(report, query), dim=dim,
-        hour__gte=query.start, hour__lt=query.end,
-    )  # fmt: skip
+        ranges, license_id=query.license_id, metric=metric_of(report, query), dim=dim
+    )
     if report.layout == SERIES:
         key = Trunc("hour", query.interval, tzinfo=query.tz)
     elif report.layout == HOURS:
@@ -352,6 +366,36 @@ def run(report: Report, query) -> dict | None:
     if report.family == TIME:
         summary = _values(report, [part for parts in grouped.values() for part in parts])
     return selectors.shaped(report, query, found, summary)
+
+
+def cover(pieces) -> Q:
+    """The rows that add up to each [start, end) of `pieces` (whole hours): the UTC days wholly inside one from
+    their day rows, the rest from hour rows; adjacent ranges of one grain merged."""
+    found = {HOUR: [], DAY: []}
+    for start, end in pieces:
+        first_day = _ceil_day(start)
+        last_day = end.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+        if first_day < last_day:
+            found[DAY].append((first_day, last_day))
+            found[HOUR] += [(start, first_day), (last_day, end)]
+        else:
+            found[HOUR].append((start, end))
+    condition = Q(pk__in=[])
+    for grain, ranges in found.items():
+        merged: list = []
+        for start, end in sorted(r for r in ranges if r[0] < r[1]):
+            if merged and merged[-1][1] >= start:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+            else:
+                merged.append((start, end))
+        for start, end in merged:
+            condition |= Q(grain=grain, hour__gte=start, hour__lt=end)
+    return condition
+
+
+def _ceil_day(moment: datetime.datetime) -> datetime.datetime:
+    day = moment.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    return day if day == moment else day + datetime.timedelta(days=1)
 
 
 def exact_limit() -> int:

@@ -1,10 +1,12 @@
-"""The metrics kept in the write's transaction: a receiver of `events_recorded` (tickets.signals), which every
-write of a ticket's history sends once its events are saved, under the ticket's row lock.
+"""The metrics and the rollups kept in the write's transaction: a receiver of `events_recorded`
+(tickets.signals), which every write of a ticket's history sends once its events are saved, under the ticket's
+row lock.
 
-Cost per write (bench/README.md): a new ticket inserts its metrics row (1 statement); a write whose events hold
-a message or a status change reads the row (1) and, only when a metric moves, updates it (1) and inserts a
-resolution (1); a silo move updates the copies of the ticket's silo (2); other writes cost nothing.
-"""
+Cost per write (bench/README.md): a new ticket inserts its metrics row and its rollups (2 statements); a write
+whose events hold a message, a status, a silo, an assignment or a rating reads the row (1) and, only when what
+it holds moves, updates it (1), inserts a resolution (1) and adds to the rollups (1 upsert); a silo move also
+updates the copies on the resolutions (1) and, when the ticket enters or leaves the reports, reads them (1);
+other writes (tags, teams, followers, priority...) cost nothing."""
 
 from __future__ import annotations
 
@@ -72,13 +74,15 @@ def on_events_recorded(sender, *, ticket, events, created=False, **kwargs) -> No
     delta = rollups.contribution(before, -1)
     rollups.contribution(rollups.state_of_metrics(metrics, ticket.created_at), 1, delta)
     reported = ticket.silo in rollups.REPORTED_SILOS
-    if moved and not created:  # not an audited model: one UPDATE of the ticket's few resolutions
-        if (
-            TicketResolution.objects.filter(ticket_id=ticket.pk).update(silo=ticket.silo)
-            and reported != was_reported
-        ):
-            earlier = TicketResolution.objects.filter(ticket_id=ticket.pk)
-            rollups.resolution_contribution(earlier, 1 if reported else -1, delta)
+    # not an audited model: one UPDATE of the ticket's few resolutions; read only when they enter or leave
+    updated = (
+        moved
+        and not created
+        and TicketResolution.objects.filter(ticket_id=ticket.pk).update(silo=ticket.silo)
+    )
+    if updated and reported != was_reported:
+        earlier = TicketResolution.objects.filter(ticket_id=ticket.pk)
+        rollups.resolution_contribution(earlier, 1 if reported else -1, delta)
     if solved:
         TicketResolution.objects.bulk_create(
             TicketResolution(
