@@ -113,7 +113,7 @@ def time_reports(license: License, runs: int) -> None:
     for name in sorted(REPORTS):
         cells = []
         for days in (30, 365):
-            params = {"from": f"-{days}d", "to": "+1d"}
+            params = {"from": f"-{days - 1}D", "to": "+1D"}  # whole local days (D): the rollups
             if name.startswith("status"):
                 params["status"] = "open"
             data = QueryDict(mutable=True)
@@ -145,10 +145,15 @@ class Writer(threading.Thread):
 
     def run(self):
         from django.db import connection as own
+        from django.db.models import Max
 
         from helpdesk.context import SYSTEM, acting_as
         from tickets import services
+        from tickets.models import TicketSequence
 
+        # the seeded tickets took their numbers without the license's sequence: start the writer's after them
+        last = self.license.tickets.aggregate(n=Max("number"))["n"] or 0
+        TicketSequence.objects.update_or_create(license=self.license, defaults={"last_number": last})
         agents = list(self.license.agents.all())
         rng, made = random.Random(33), []
         next_at = time.perf_counter()

@@ -511,8 +511,11 @@ def test_every_report_from_the_rollups_equals_the_report_from_the_rows(owner, hi
         services.ticket_rate(ticket=c, score="good")  # a new rating replaces the old one
     update_at("2026-03-03T11:00", c, assignment={"agent": history["y"], "team": history["team"]})
     wide = {"from": "2026-02-25", "to": "2026-03-10"}  # whole UTC days inside: their day rows
+    ragged = {"from": "2026-03-02T08:30:00Z", "to": "2026-03-03T09:30:00Z"}  # parts of hours: from the rows
     for zone, range_, interval in itertools.product(
-        ("UTC", "Europe/Warsaw", "America/New_York", "Asia/Kathmandu"), (RANGE, wide), ("hour", "day", "week")
+        ("UTC", "Europe/Warsaw", "America/New_York", "Asia/Kathmandu"),
+        (RANGE, wide, ragged),
+        ("hour", "day", "week"),
     ):
         # when every report is read from the rollups and from the rows
         params = {**range_, "timezone": zone, "interval": interval}
@@ -525,6 +528,10 @@ def test_every_report_from_the_rollups_equals_the_report_from_the_rows(owner, hi
 def test_percentiles_over_many_rows_come_from_the_histogram_within_its_precision(owner, history, settings):
     # given a range above the exact limit (0 here)
     settings.REPORTS_EXACT_PERCENTILE_ROWS = 0
+    ragged = report(owner, "responseTime", **{"from": "2026-03-02T08:30:00Z", "to": "2026-03-03T00:00:00Z"})
+    assert (
+        ragged["summary"]["count"] == 3
+    )  # 09:00 from the rows of 08:30-09:00's hour, 11:30 and 14:00 rolled
     body = report(owner, "responseTime", **RANGE)
     # then counts and averages are exact, the median and p90 within a quarter-octave bucket
     summary = body["summary"]

@@ -105,8 +105,11 @@ class ReportRollup(models.Model):
     class Meta:
         constraints = [
             # The upsert's conflict target, and the reports' index: license, metric and dim equal, hours a range.
+            # On PostgreSQL it INCLUDEs count and seconds (migration 0022: a report's sums are an index-only
+            # scan); not declared here, as SQLite would then make no unique index at all.
             models.UniqueConstraint(
-                fields=["license", "metric", "dim", "grain", "hour", "ident", "key"], name="report_rollup_key"
+                fields=["license", "metric", "dim", "grain", "hour", "ident", "key"],
+                name="report_rollup_key",
             )
         ]
 

@@ -62,9 +62,10 @@ def run(report: Report, query: Query) -> dict:
     """The report's `summary` and its `series` or `rows`, as the API shows them: from the rollups when they
     cover the query (tickets.reports.rollups), else from the rows."""
     if rollups.covers(report, query):
-        document = rollups.run(report, query)
-        if document is not None:
-            return document
+        starts = [start for _, start in buckets(query)] if report.layout == SERIES else []
+        rolled = rollups.run(report, query, starts, lambda start, end: _edge_parts(report, query, start, end))
+        if rolled is not None:
+            return shaped(report, query, *rolled)
     rows = _filtered(report, query)
     if report.layout == SERIES:
         found = _aggregate(report, rows, Trunc(report.at, query.interval, tzinfo=query.tz))
@@ -78,11 +79,43 @@ def run(report: Report, query: Query) -> dict:
     return shaped(report, query, found, summary)
 
 
+def _edge_parts(report: Report, query: Query, start, end) -> dict:
+    """The rows of [start, end) (part of an hour) as the rollups' parts: {bucket key: [(key, n, seconds)]}."""
+    rows = _filtered(report, dataclasses.replace(query, start=start, end=end))
+    if report.layout == SERIES:
+        rows = rows.annotate(_key=Trunc(report.at, query.interval, tzinfo=query.tz))
+    elif report.layout == HOURS:
+        rows = rows.annotate(_key=ExtractHour(report.at, tzinfo=query.tz))
+    else:
+        rows = rows.annotate(_key=F(report.group))
+    parts: dict = {}
+    if report.family == TIME:
+        found = (
+            (key, str(rollups.bucket(seconds)), 1, seconds)
+            for key, seconds in rows.values_list("_key", report.seconds)
+        )
+    else:
+        part = {RATING: "rating_score", SOURCES: "source"}.get(report.family)
+        values = rows.values("_key", *([part] if part else [])).annotate(n=Count("pk")).order_by()
+        found = ((row["_key"], row[part] if part else "", row["n"], 0.0) for row in values)
+    for key, part_key, n, seconds in found:
+        if report.layout not in (SERIES, HOURS):
+            key = "" if key is None else str(key)  # the rollups' ident
+        parts.setdefault(key, []).append((part_key, n, seconds))
+    return parts
+
+
+def _wall_of(key: datetime.datetime, tz) -> datetime.datetime:
+    return (
+        key if key.tzinfo is None else key.astimezone(tz).replace(tzinfo=None)
+    )  # the rollups' are wall times
+
+
 def shaped(report: Report, query: Query, found: dict, summary: dict | None) -> dict:
     """The document of {bucket key: values}: series keys are the database's bucket starts (aware), hours 0-23,
     rows agent or team IDs; `summary` None: the sum of the buckets (every row is in exactly one)."""
     if report.layout == SERIES:
-        by_wall = {key.astimezone(query.tz).replace(tzinfo=None): values for key, values in found.items()}
+        by_wall = {_wall_of(key, query.tz): values for key, values in found.items()}
         result = {
             "series": [
                 {"start": local_iso(start, query.tz), **(by_wall.get(wall) or empty(report))}
