@@ -267,6 +267,7 @@ def main() -> None:
     parser.add_argument(
         "--instructions", type=int, default=0, help="instructions per write over N x 3 writes"
     )
+    parser.add_argument("--write-for", type=float, default=0, help="only write (--writer/s) for N seconds")
     parser.add_argument("--cost-loop", type=int, default=-1, help=argparse.SUPPRESS)
     parser.add_argument("--receiver", default="on", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -275,6 +276,16 @@ def main() -> None:
         return
     if args.instructions:
         instructions(args.instructions)
+        return
+    if args.write_for:  # the writer as a process of its own (in the timing process it would share its GIL)
+        writer = Writer(
+            License.objects.filter(settings__companyName=COMPANY).order_by("pk").first(), args.writer
+        )
+        threading.Timer(args.write_for, writer.stop.set).start()
+        writer.run()
+        spent = sorted(writer.spent)
+        print(f"writer: {writer.done} writes in {args.write_for:.0f} s, p50 {statistics.median(spent):.0f} ms, "
+              f"p95 {spent[int(len(spent) * 0.95) - 1]:.0f} ms")  # fmt: skip
         return
     if args.cost_only:
         write_cost()
