@@ -13,8 +13,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
+import re
 import statistics
+import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -44,7 +48,7 @@ def seed(n: int) -> License:
         license = accounts_services.license_create(
             owner_email="reports-bench@example.com", company_name=COMPANY
         )
-    teams = [TeamFactory(license=license) for _ in range(5)]
+    teams = [TeamFactory(license=license, name=f"Bench team {i}") for i in range(5)]
     agents = [AgentFactory(license=license) for _ in range(20)]
     team_ids = "ARRAY[" + ",".join(f"'{t.pk}'::uuid" for t in teams) + "]"
     agent_ids = "ARRAY[" + ",".join(f"'{a.pk}'::uuid" for a in agents) + "]"
@@ -109,7 +113,7 @@ def time_reports(license: License, runs: int) -> None:
     for name in sorted(REPORTS):
         cells = []
         for days in (30, 365):
-            params = {"from": f"-{days}d", "to": "+1d"}
+            params = {"from": f"-{days - 1}D", "to": "+1D"}  # whole local days (D): the rollups
             if name.startswith("status"):
                 params["status"] = "open"
             data = QueryDict(mutable=True)
@@ -129,6 +133,52 @@ def time_reports(license: License, runs: int) -> None:
     started = time.perf_counter()
     report_document("newTickets", data, license)
     print(f"newTickets, 30 days, one team: {(time.perf_counter() - started) * 1000:.1f} ms")
+
+
+class Writer(threading.Thread):
+    """`rate` writes a second on the seeded license through the services (each its own transaction, as the
+    API's): a new ticket from a client, an agent's reply, a solve or a reassignment, in turn."""
+
+    def __init__(self, license: License, rate: float):
+        super().__init__(daemon=True)
+        self.license, self.rate, self.stop, self.done, self.spent = license, rate, threading.Event(), 0, []
+
+    def run(self):
+        from django.db import connection as own
+        from django.db.models import Max
+
+        from helpdesk.context import SYSTEM, acting_as
+        from tickets import services
+        from tickets.models import TicketSequence
+
+        # the seeded tickets took their numbers without the license's sequence: start the writer's after them
+        last = self.license.tickets.aggregate(n=Max("number"))["n"] or 0
+        TicketSequence.objects.update_or_create(license=self.license, defaults={"last_number": last})
+        agents = list(self.license.agents.all())
+        rng, made = random.Random(33), []
+        next_at = time.perf_counter()
+        with acting_as(SYSTEM):
+            while not self.stop.is_set():
+                started = time.perf_counter()
+                kind = self.done % 4
+                if kind == 0 or not made:
+                    made.append(services.ticket_create(
+                        license=self.license, subject="writer", requester={"email": "w@example.com"},
+                        message={"text": "hi"}, author_type="client",
+                    ))  # fmt: skip
+                elif kind == 1:
+                    services.ticket_update(
+                        ticket=made[-1], author_agent=rng.choice(agents), message={"text": "a"}
+                    )
+                elif kind == 2:
+                    services.ticket_update(ticket=made[-1], status="solved", force=True)
+                else:
+                    services.ticket_update(ticket=made[-1], assignment={"agent": rng.choice(agents)})
+                self.spent.append((time.perf_counter() - started) * 1000)
+                self.done += 1
+                next_at += 1 / self.rate
+                time.sleep(max(0.0, next_at - time.perf_counter()))
+        own.close()
 
 
 def write_cost() -> None:
@@ -160,12 +210,83 @@ def write_cost() -> None:
     events_recorded.connect(wiring.on_events_recorded, dispatch_uid="tickets.reports.metrics")
 
 
+def cost_loop(writes: int, receiver: bool) -> None:
+    """`writes` times: a new ticket, an agent's reply and a solve (3 writes), with or without the receiver
+    that keeps the metrics and the rollups; run under callgrind by `--instructions`."""
+    from accounts import services as accounts_services
+    from helpdesk.context import SYSTEM, acting_as
+    from tickets import services
+    from tickets.signals import events_recorded
+
+    license = License.objects.filter(settings__companyName="Reports write cost").first()
+    if license is None:
+        license = accounts_services.license_create(
+            owner_email="reports-cost@example.com", company_name="Reports write cost"
+        )
+    agent = license.agents.order_by("created_at").first()
+    if not receiver:
+        events_recorded.disconnect(dispatch_uid="tickets.reports.metrics")
+    with acting_as(SYSTEM):
+        for _ in range(writes):
+            ticket = services.ticket_create(
+                license=license, subject="cost", requester={"email": "x@example.com"}, message={"text": "hi"},
+                author_type="client",
+            )  # fmt: skip
+            services.ticket_update(ticket=ticket, author_agent=agent, message={"text": "answer"})
+            services.ticket_update(ticket=ticket, status="solved", force=True)
+
+
+def _callgrind(writes: int, receiver: bool) -> int:
+    command = [
+        "valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
+        os.path.abspath(__file__), "--cost-loop", str(writes), "--receiver", "on" if receiver else "off",
+    ]  # fmt: skip
+    run = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
+    found = re.search(r"Collected : (\d+)", run.stderr)
+    if run.returncode or not found:
+        raise SystemExit(f"callgrind failed:\n{run.stderr[-2000:]}")
+    return int(found.group(1))
+
+
+def instructions(writes: int) -> None:
+    """Instructions per write (a create, a reply, a solve: their mean) with and without the receiver."""
+    for receiver in (True, False):
+        spent = (_callgrind(writes, receiver) - _callgrind(0, receiver)) / (3 * writes)
+        print(
+            f"receiver {'on ' if receiver else 'off'}: {spent / 1e6:.2f} M instructions per write", flush=True
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tickets", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--cost-only", action="store_true", help="only the statements a write costs")
+    parser.add_argument("--writer", type=float, default=0, help="writes/s on the license while timing")
+    parser.add_argument("--rebuild", action="store_true", help="rebuild the license's rollups after seeding")
+    parser.add_argument(
+        "--instructions", type=int, default=0, help="instructions per write over N x 3 writes"
+    )
+    parser.add_argument("--write-for", type=float, default=0, help="only write (--writer/s) for N seconds")
+    parser.add_argument("--cost-loop", type=int, default=-1, help=argparse.SUPPRESS)
+    parser.add_argument("--receiver", default="on", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.cost_loop >= 0:
+        cost_loop(args.cost_loop, args.receiver == "on")
+        return
+    if args.instructions:
+        instructions(args.instructions)
+        return
+    if args.write_for:  # the writer as a process of its own (in the timing process it would share its GIL)
+        writer = Writer(
+            License.objects.filter(settings__companyName=COMPANY).order_by("pk").first(), args.writer
+        )
+        threading.Timer(args.write_for, writer.stop.set).start()
+        writer.run()
+        spent = sorted(writer.spent)
+        print(f"writer: {writer.done} writes in {args.write_for:.0f} s, p50 {statistics.median(spent):.0f} ms, "
+              f"p95 {spent[int(len(spent) * 0.95) - 1]:.0f} ms")  # fmt: skip
+        return
     if args.cost_only:
         write_cost()
         return
@@ -174,7 +295,25 @@ def main() -> None:
     print(
         f"license {license.pk}: {license.tickets.count()} tickets (seeded in {time.perf_counter() - started:.0f} s)"
     )
+    if args.rebuild:
+        from tickets.reports import rollups
+
+        started = time.perf_counter()
+        print(
+            f"rollups: {rollups.rebuild(license.pk)} rows in {time.perf_counter() - started:.0f} s",
+            flush=True,
+        )
+    writer = None
+    if args.writer:
+        writer = Writer(license, args.writer)
+        writer.start()
     time_reports(license, args.runs)
+    if writer is not None:
+        writer.stop.set()
+        writer.join()
+        spent = sorted(writer.spent)
+        print(f"writer: {writer.done} writes, p50 {statistics.median(spent):.0f} ms, "
+              f"p95 {spent[int(len(spent) * 0.95) - 1]:.0f} ms")  # fmt: skip
     write_cost()
 
 

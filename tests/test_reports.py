@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import importlib
+import itertools
 import uuid
 
 import pytest
@@ -464,3 +465,111 @@ def test_new_tickets_reconcile_with_the_search_for_every_filter_after_merges_del
         assert body["summary"]["count"] == expected, report_filters
         assert sum(point["count"] for point in body["series"]) == expected
     assert report(owner, "newTickets", **zone, **range_)["summary"]["count"] > 0
+    # and the rollups the writes kept are what a recount makes of the rows that are left
+    assert_rollups_recount(lic.pk)
+
+
+# --- rollups ----------------------------------------------------------------------------------------------------
+
+
+def assert_rollups_recount(license_id):
+    from tickets.reports import rollups
+
+    def rounded(rows):
+        return {key: (count, round(seconds, 3)) for key, (count, seconds) in rows.items()}
+
+    assert rounded(rollups.stored(license_id)) == rounded(rollups.expected(license_id))
+
+
+def every_report(persona, monkeypatch, **params):
+    """{name: (from the rollups, from the rows)} of every tickets' report (the view's code, without HTTP: the
+    rate limit would stop this many requests)."""
+    from django.http import QueryDict
+
+    from tickets.reports import rollups
+    from tickets.reports.api import report_document
+
+    documents = {}
+    for name in sorted(REPORTS):
+        if name == "failedEmails":
+            continue
+        data = QueryDict(mutable=True)
+        data.update({**params, **({"status": "open"} if name.startswith("status") else {})})
+        with monkeypatch.context() as patched:
+            patched.setattr(rollups, "covers", lambda report, query: False)
+            from_rows = report_document(name, data, persona.license)
+        documents[name] = (report_document(name, data, persona.license), from_rows)
+    return documents
+
+
+def test_every_report_from_the_rollups_equals_the_report_from_the_rows(owner, history, monkeypatch):
+    # given the history's tickets, rated, moved between statuses and assignees
+    a, b, c = history["tickets"]
+    with time_machine.travel(at("2026-03-03T10:00"), tick=False):
+        services.ticket_rate(ticket=a, score="good")
+        services.ticket_rate(ticket=c, score="bad")
+        services.ticket_rate(ticket=c, score="good")  # a new rating replaces the old one
+    update_at("2026-03-03T11:00", c, assignment={"agent": history["y"], "team": history["team"]})
+    wide = {"from": "2026-02-25", "to": "2026-03-10"}  # whole UTC days inside: their day rows
+    ragged = {"from": "2026-03-02T08:30:00Z", "to": "2026-03-03T09:30:00Z"}  # parts of hours: from the rows
+    for zone, range_, interval in itertools.product(
+        ("UTC", "Europe/Warsaw", "America/New_York", "Asia/Kathmandu"),
+        (RANGE, wide, ragged),
+        ("hour", "day", "week"),
+    ):
+        # when every report is read from the rollups and from the rows
+        params = {**range_, "timezone": zone, "interval": interval}
+        for name, (rolled, rows) in every_report(owner, monkeypatch, **params).items():
+            # then they are the same (percentiles: few rows, read from the rows; see the next test)
+            assert rolled == rows, (name, zone, interval)
+    assert_rollups_recount(owner.license.pk)
+
+
+def test_percentiles_over_many_rows_come_from_the_histogram_within_its_precision(owner, history, settings):
+    # given a range above the exact limit (0 here)
+    settings.REPORTS_EXACT_PERCENTILE_ROWS = 0
+    ragged = report(owner, "responseTime", **{"from": "2026-03-02T08:30:00Z", "to": "2026-03-03T00:00:00Z"})
+    assert (
+        ragged["summary"]["count"] == 3
+    )  # 09:00 from the rows of 08:30-09:00's hour, 11:30 and 14:00 rolled
+    body = report(owner, "responseTime", **RANGE)
+    # then counts and averages are exact, the median and p90 within a quarter-octave bucket
+    summary = body["summary"]
+    assert summary["count"] == 3 and summary["averageSeconds"] == 4200.0
+    assert summary["medianSeconds"] == pytest.approx(3600, rel=0.09)
+    assert summary["p90Seconds"] == pytest.approx(6480, rel=0.09)
+    assert report(owner, "resolutionTimePerAgent", **RANGE)["rows"][0]["count"] == 2
+
+
+def test_rollups_follow_silo_moves_purges_and_deleted_assignees(owner, history):
+    from accounts import services as accounts_services
+    from tickets import purge
+    from tickets.reports import rollups
+
+    a, b, c = history["tickets"]
+    with time_machine.travel(at("2026-03-04T10:00"), tick=False):
+        services.ticket_update(ticket=b, silo="spam")
+        services.ticket_update(ticket=b, silo="tickets")
+        services.ticket_rate(ticket=b, score="bad")
+        services.ticket_delete(ticket=c)
+    assert_rollups_recount(owner.license.pk)
+    with time_machine.travel(at("2026-06-01T00:00"), tick=False):
+        assert not purge.purge_expired().skipped
+    assert not Ticket.objects.filter(pk=c.pk).exists()
+    assert_rollups_recount(owner.license.pk)
+    with time_machine.travel(at("2026-06-01T00:00"), tick=False):
+        accounts_services.team_delete(team=history["team"])
+    assert_rollups_recount(owner.license.pk)
+    assert rollups.rebuild(owner.license.pk) > 0
+    assert_rollups_recount(owner.license.pk)
+
+
+def test_a_half_hour_zone_or_a_range_off_the_hour_reads_the_rows(owner):
+    from tickets.reports import rollups
+
+    ticket_at("2026-03-02T08:00", license=owner.license)
+    kathmandu = report(owner, "newTickets", **RANGE, timezone="Asia/Kathmandu", interval="hour")
+    assert sum(point["count"] for point in kathmandu["series"]) == 1
+    assert not rollups.whole_hour_offsets(
+        __import__("zoneinfo").ZoneInfo("Asia/Kathmandu"), at("2026-03-02T00:00"), at("2026-03-03T00:00")
+    )

@@ -23,6 +23,7 @@ class TicketsConfig(AppConfig):
         agent_leaving.connect(on_agent_leaving, dispatch_uid="tickets.autoassign.agent_leaving")
         wiring.connect()  # the totals see every change of tickets (before the lock below)
         _lock_before_cascades()
+        _rollups_follow_deletions()
         _register_parts()
 
 
@@ -76,6 +77,24 @@ def _register_parts():
     outbox.register_resource(Agent, prefix="agents", serializer=AgentSerializer)
     outbox.register_resource(Team, prefix="teams", serializer=TeamSerializer)
     register_parameters(parameter_schemas)
+
+
+def _rollups_follow_deletions():
+    """A deleted agent or team leaves its tickets unassigned (SET_NULL, no event): the reports' rollups of the
+    current assignee follow (tickets.reports.rollups.unassign)."""
+    from django.db.models.signals import pre_delete
+
+    from accounts.models import Agent, Team
+    from tickets.reports import rollups
+
+    def agent_deleted(sender, instance, **kwargs):
+        rollups.unassign(instance.license_id, "a", instance.pk)
+
+    def team_deleted(sender, instance, **kwargs):
+        rollups.unassign(instance.license_id, "t", instance.pk)
+
+    pre_delete.connect(agent_deleted, sender=Agent, weak=False, dispatch_uid="tickets.reports.agent_deleted")
+    pre_delete.connect(team_deleted, sender=Team, weak=False, dispatch_uid="tickets.reports.team_deleted")
 
 
 def _lock_before_cascades():

@@ -63,6 +63,7 @@ from tickets.models_purge import (
     PurgedFile,
     PurgeRun,
 )
+from tickets.reports import rollups
 from tickets.reports.models import TicketMetrics, TicketResolution
 from tickets.signals import tickets_purging
 
@@ -241,7 +242,9 @@ def _delete_license_rows(license_id: int, ids: list) -> list[str]:
     files = [name for name in attachments.values_list("file", flat=True) if name]
     # Events first: they point at the messages (by the license-led index of events).
     _raw_delete(TicketEvent.objects.filter(license_id=license_id, ticket_id__in=ids))
-    # The reports' rows (tickets/reports/): a purged ticket leaves the reports, as it leaves the search.
+    # The reports' rows (tickets/reports/): a purged ticket leaves the reports, as it leaves the search; what it
+    # added to the rollups is subtracted first (read from the rows about to go).
+    rollups.forget(license_id, ids)
     _raw_delete(TicketResolution.objects.filter(license_id=license_id, ticket_id__in=ids))
     _raw_delete(TicketMetrics.objects.filter(license_id=license_id, ticket_id__in=ids))
     # The apps above tickets delete their rows about these tickets (the e-mail app: mail sent and received).

@@ -35,6 +35,13 @@ class TicketMetrics(models.Model):
     first_response_agent_id = models.UUIDField(null=True, blank=True)
     first_response_team_id = models.UUIDField(null=True, blank=True)
     cycle_started_at = models.DateTimeField(null=True, blank=True)
+    # The ticket's fields its rollups (ReportRollup) were last counted with: a write's receiver takes the
+    # ticket's contribution before from these and after from the ticket, and adds the difference.
+    status = models.CharField(max_length=10, default="", db_default="")
+    assignee_id = models.UUIDField(null=True, blank=True)
+    assigned_team_id = models.UUIDField(null=True, blank=True)
+    rated_at = models.DateTimeField(null=True, blank=True)
+    rating = models.CharField(max_length=4, default="", db_default="")
 
     class Meta:
         indexes = [
@@ -73,3 +80,38 @@ class TicketResolution(models.Model):
 
     def __str__(self):
         return f"resolution of {self.ticket_id} at {self.solved_at}"
+
+
+class ReportRollup(models.Model):
+    """Per license, report metric, UTC hour (and UTC day) and dimension: the rows counted and their seconds summed.
+
+    `metric`: `new` (tickets created), `source` (`key`: the source), `status.<status>` (tickets created now in
+    the status), `rating` (`key`: good/bad), `response` and `resolution` (`key`: the seconds' histogram bucket,
+    tickets.reports.rollups.bucket). `dim`: "" the license's whole, "a" per agent, "t" per team (`ident`: the
+    agent's or team's ID, "" for none). Kept in the write's transaction (tickets.reports.wiring) by adding the
+    difference a write makes; rebuilt by `manage.py rebuild_report_rollups`. Zero rows may stay: they add 0.
+    """
+
+    license = models.ForeignKey(License, on_delete=models.CASCADE, related_name="+", db_index=False)
+    metric = models.CharField(max_length=20)
+    dim = models.CharField(max_length=1, blank=True)
+    grain = models.CharField(max_length=1, default="h")  # "h": `hour` is the hour's start; "d": the UTC day's
+    hour = models.DateTimeField()
+    ident = models.CharField(max_length=36, blank=True)
+    key = models.CharField(max_length=10, blank=True)
+    count = models.BigIntegerField(default=0)
+    seconds = models.FloatField(default=0)
+
+    class Meta:
+        constraints = [
+            # The upsert's conflict target, and the reports' index: license, metric and dim equal, hours a range.
+            # On PostgreSQL it INCLUDEs count and seconds (migration 0022: a report's sums are an index-only
+            # scan); not declared here, as SQLite would then make no unique index at all.
+            models.UniqueConstraint(
+                fields=["license", "metric", "dim", "grain", "hour", "ident", "key"],
+                name="report_rollup_key",
+            )
+        ]
+
+    def __str__(self):
+        return f"{self.metric} {self.dim}{self.ident} {self.hour:%Y-%m-%d %H}h {self.key}: {self.count}"

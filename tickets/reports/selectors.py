@@ -18,6 +18,7 @@ from django.db.models import Aggregate, Avg, Count, Exists, F, FloatField, Integ
 from django.db.models.functions import ExtractHour, Trunc
 
 from tickets.models import Ticket, TicketTeam
+from tickets.reports import rollups
 from tickets.reports.registry import AGENTS, COUNT, HOURS, RATING, SERIES, SOURCE_NAMES, SOURCES, TIME, Report
 
 REPORTED_SILOS = ["tickets", "archive"]  # spam and trash leave the reports, as a purged ticket does
@@ -58,11 +59,63 @@ def percentile(values: list[float], fraction: float) -> float | None:
 
 
 def run(report: Report, query: Query) -> dict:
-    """The report's `summary` and its `series` or `rows`, as the API shows them."""
+    """The report's `summary` and its `series` or `rows`, as the API shows them: from the rollups when they
+    cover the query (tickets.reports.rollups), else from the rows."""
+    if rollups.covers(report, query):
+        starts = [start for _, start in buckets(query)] if report.layout == SERIES else []
+        rolled = rollups.run(report, query, starts, lambda start, end: _edge_parts(report, query, start, end))
+        if rolled is not None:
+            return shaped(report, query, *rolled)
     rows = _filtered(report, query)
     if report.layout == SERIES:
         found = _aggregate(report, rows, Trunc(report.at, query.interval, tzinfo=query.tz))
-        by_wall = {key.astimezone(query.tz).replace(tzinfo=None): values for key, values in found.items()}
+    elif report.layout == HOURS:
+        found = _aggregate(report, rows, ExtractHour(report.at, tzinfo=query.tz))
+    else:
+        found = _aggregate(report, rows, F(report.group))
+    summary = None
+    if report.family == TIME:  # percentiles do not add up: the range's own statement
+        summary = next(iter(_aggregate(report, rows, None).values()), None) or empty(report)
+    return shaped(report, query, found, summary)
+
+
+def _edge_parts(report: Report, query: Query, start, end) -> dict:
+    """The rows of [start, end) (part of an hour) as the rollups' parts: {bucket key: [(key, n, seconds)]}."""
+    rows = _filtered(report, dataclasses.replace(query, start=start, end=end))
+    if report.layout == SERIES:
+        rows = rows.annotate(_key=Trunc(report.at, query.interval, tzinfo=query.tz))
+    elif report.layout == HOURS:
+        rows = rows.annotate(_key=ExtractHour(report.at, tzinfo=query.tz))
+    else:
+        rows = rows.annotate(_key=F(report.group))
+    parts: dict = {}
+    if report.family == TIME:
+        found = (
+            (key, str(rollups.bucket(seconds)), 1, seconds)
+            for key, seconds in rows.values_list("_key", report.seconds)
+        )
+    else:
+        part = {RATING: "rating_score", SOURCES: "source"}.get(report.family)
+        values = rows.values("_key", *([part] if part else [])).annotate(n=Count("pk")).order_by()
+        found = ((row["_key"], row[part] if part else "", row["n"], 0.0) for row in values)
+    for key, part_key, n, seconds in found:
+        if report.layout not in (SERIES, HOURS):
+            key = "" if key is None else str(key)  # the rollups' ident
+        parts.setdefault(key, []).append((part_key, n, seconds))
+    return parts
+
+
+def _wall_of(key: datetime.datetime, tz) -> datetime.datetime:
+    return (
+        key if key.tzinfo is None else key.astimezone(tz).replace(tzinfo=None)
+    )  # the rollups' are wall times
+
+
+def shaped(report: Report, query: Query, found: dict, summary: dict | None) -> dict:
+    """The document of {bucket key: values}: series keys are the database's bucket starts (aware), hours 0-23,
+    rows agent or team IDs; `summary` None: the sum of the buckets (every row is in exactly one)."""
+    if report.layout == SERIES:
+        by_wall = {_wall_of(key, query.tz): values for key, values in found.items()}
         result = {
             "series": [
                 {"start": local_iso(start, query.tz), **(by_wall.get(wall) or empty(report))}
@@ -70,16 +123,12 @@ def run(report: Report, query: Query) -> dict:
             ]
         }
     elif report.layout == HOURS:
-        found = _aggregate(report, rows, ExtractHour(report.at, tzinfo=query.tz))
         result = {"series": [{"hour": h, **(found.get(h) or empty(report))} for h in range(24)]}
     else:
         key = "agentID" if report.layout == AGENTS else "teamID"
-        found = _aggregate(report, rows, F(report.group))
         ordered = sorted(found.items(), key=lambda item: (-item[1]["count"], str(item[0])))
         result = {"rows": [{key: ident, **values} for ident, values in ordered]}
-    if report.family == TIME:  # percentiles do not add up: the range's own statement
-        summary = next(iter(_aggregate(report, rows, None).values()), None) or empty(report)
-    else:  # every row is in exactly one bucket: the summary is their sum (one statement, not two)
+    if summary is None:
         summary = _sum(report, found.values())
     return {"summary": summary, **result}
 

@@ -1,17 +1,22 @@
-"""The metrics kept in the write's transaction: a receiver of `events_recorded` (tickets.signals), which every
-write of a ticket's history sends once its events are saved, under the ticket's row lock.
+"""The metrics and the rollups kept in the write's transaction: a receiver of `events_recorded`
+(tickets.signals), which every write of a ticket's history sends once its events are saved, under the ticket's
+row lock.
 
-Cost per write (bench/README.md): a new ticket inserts its metrics row (1 statement); a write whose events hold
-a message or a status change reads the row (1) and, only when a metric moves, updates it (1) and inserts a
-resolution (1); a silo move updates the copies of the ticket's silo (2); other writes cost nothing.
-"""
+Cost per write (bench/README.md): a new ticket inserts its metrics row and its rollups (2 statements); a write
+whose events hold a message, a status, a silo, an assignment or a rating reads the row (1) and, only when what
+it holds moves, updates it (1), inserts a resolution (1) and adds to the rollups (1 upsert); a silo move also
+updates the copies on the resolutions (1) and, when the ticket enters or leaves the reports, reads them (1);
+other writes (tags, teams, followers, priority...) cost nothing."""
 
 from __future__ import annotations
 
-from tickets.reports import cycles
+from tickets.reports import cycles, rollups
 from tickets.reports.models import TicketMetrics, TicketResolution
 
 _RELEVANT = ("message", "status")
+# What else moves a ticket's rollups (tickets.reports.rollups): its silo, its assignee (status and rating per
+# agent and team) and its rating.
+_ROLLED = ("silo", "assignment", "rating")
 
 
 def fact(event) -> cycles.Fact:
@@ -27,6 +32,7 @@ def fact(event) -> cycles.Fact:
 
 
 def on_events_recorded(sender, *, ticket, events, created=False, **kwargs) -> None:
+    before = None  # the ticket's contribution to the rollups before this write
     if created:
         metrics = TicketMetrics(
             ticket_id=ticket.pk, license_id=ticket.license_id, created_at=ticket.created_at
@@ -34,10 +40,7 @@ def on_events_recorded(sender, *, ticket, events, created=False, **kwargs) -> No
         cycles.start(
             metrics, created_at=ticket.created_at, status=ticket.status, source=events[0].source_type
         )
-    elif not any(event.type in _RELEVANT for event in events):
-        if any(event.type == "silo" for event in events):  # a move alone: the copies follow, nothing to read
-            TicketMetrics.objects.filter(ticket_id=ticket.pk).update(silo=ticket.silo)
-            TicketResolution.objects.filter(ticket_id=ticket.pk).update(silo=ticket.silo)
+    elif not any(event.type in _RELEVANT + _ROLLED for event in events):
         return
     else:
         metrics = TicketMetrics.objects.filter(ticket_id=ticket.pk).first()
@@ -49,22 +52,37 @@ def on_events_recorded(sender, *, ticket, events, created=False, **kwargs) -> No
                 created_at=ticket.created_at,
             )
             created = True
+        else:
+            before = rollups.state_of_metrics(metrics, ticket.created_at)
+    was_reported = before is not None and before["silo"] in rollups.REPORTED_SILOS
     moved = metrics.silo != ticket.silo
-    metrics.silo = ticket.silo
-    before = _state(metrics)
+    copies = _copies(metrics)
+    rollups.copy_ticket(metrics, ticket)
+    state = _state(metrics)
     solved = []
-    for event in events:
-        closed = cycles.fold(
-            metrics, fact(event), agent_id=ticket.assignment_agent_id, team_id=ticket.assignment_team_id
-        )
-        if closed is not None:
-            solved.append(closed)
+    if any(event.type in _RELEVANT for event in events):
+        for event in events:
+            closed = cycles.fold(
+                metrics, fact(event), agent_id=ticket.assignment_agent_id, team_id=ticket.assignment_team_id
+            )
+            if closed is not None:
+                solved.append(closed)
     if created:
         metrics.save(force_insert=True)
-    elif moved or _state(metrics) != before:
+    elif _state(metrics) != state or _copies(metrics) != copies:
         metrics.save()
-    if moved and not created:  # not an audited model: one UPDATE of the ticket's few resolutions
-        TicketResolution.objects.filter(ticket_id=ticket.pk).update(silo=ticket.silo)
+    delta = rollups.contribution(before, -1)
+    rollups.contribution(rollups.state_of_metrics(metrics, ticket.created_at), 1, delta)
+    reported = ticket.silo in rollups.REPORTED_SILOS
+    # not an audited model: one UPDATE of the ticket's few resolutions; read only when they enter or leave
+    updated = (
+        moved
+        and not created
+        and TicketResolution.objects.filter(ticket_id=ticket.pk).update(silo=ticket.silo)
+    )
+    if updated and reported != was_reported:
+        earlier = TicketResolution.objects.filter(ticket_id=ticket.pk)
+        rollups.resolution_contribution(earlier, 1 if reported else -1, delta)
     if solved:
         TicketResolution.objects.bulk_create(
             TicketResolution(
@@ -79,7 +97,15 @@ def on_events_recorded(sender, *, ticket, events, created=False, **kwargs) -> No
             )
             for each in solved
         )
+        if reported:
+            rollups.resolution_contribution(solved, 1, delta)
+    rollups.apply(ticket.license_id, {key: v for key, v in delta.items() if v[0] or v[1]})
 
 
 def _state(metrics) -> tuple:
     return (metrics.first_client_message_at, metrics.first_response_at, metrics.cycle_started_at)
+
+
+def _copies(metrics) -> tuple:
+    return (metrics.silo, metrics.status, metrics.assignee_id, metrics.assigned_team_id, metrics.rated_at,
+            metrics.rating)  # fmt: skip
