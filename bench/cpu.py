@@ -13,6 +13,12 @@ This is what the web workers spend per request; bench/search.py measures the who
 callgrind (each class: a run that makes N requests less a run that makes none, after the same warm-up). Time
 per request depends on the machine and on whatever else it runs; the instruction count does not, so it
 compares code across machines (valgrind slows the process ~50x: use a few hundred requests, not thousands).
+
+Beside each class it measures its **floor** (`floor:<class>`, issue #34): a plain Django view behind the same
+middleware, at a path under /v1/, that runs the statements the class's request ran (captured once from the real
+view with the count cached: the caller's query and the page's SQL, each `fetchall`ed) and returns the same JSON
+documents (`orjson.dumps` of the captured body, as the API renders). What a request must cost at least with this stack; the goal is
+each class within 2.5x (inbox 2x) of its own floor.
 """
 
 from __future__ import annotations
@@ -29,6 +35,8 @@ import subprocess
 import sys
 import time
 import urllib.parse
+
+import orjson
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "helpdesk.settings")
@@ -66,6 +74,46 @@ def _environ(path: str, query: str, authorization: str) -> dict:
     }
 
 
+_FLOORS: dict[str, tuple[list, list]] = {}  # class -> (its request's statements, its JSON documents)
+
+
+def _floor_view(request, name):
+    from django.db import connection
+    from django.http import HttpResponse
+
+    statements, documents = _FLOORS[name]
+    with connection.cursor() as cursor:
+        for sql, params in statements:
+            cursor.execute(sql, params)
+            cursor.fetchall()
+    return HttpResponse(orjson.dumps(documents), content_type="application/json")
+
+
+def _install_floor() -> None:
+    from django.urls import clear_url_caches, path
+
+    from helpdesk import urls
+
+    urls.urlpatterns.insert(0, path("v1/bench-floor/<str:name>", _floor_view))
+    clear_url_caches()
+
+
+def _capture_floor(name: str, call) -> None:
+    """The statements the real request of `name` runs (its count already cached), and its documents."""
+    from django.db import connection
+
+    statements = []
+
+    def capture(execute, sql, params, many, context):
+        if sql.lstrip().upper().startswith("SELECT"):  # not the token's once-a-minute last_used_at
+            statements.append((sql, params))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(capture):
+        body = call(name)
+    _FLOORS[name] = (statements, json.loads(body))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--requests", type=int, default=1000)
@@ -97,35 +145,57 @@ def main() -> None:
     CLASSES["team"] = {"teamIDs[]": [team]}
     authorization = "Basic " + base64.b64encode(f"{big['accountID']}:{big['token']}".encode()).decode()
 
-    def call(query: str) -> None:
+    def call(query: str, path: str = "/v1/tickets") -> bytes:
         status = []
-        body = app(_environ("/v1/tickets", query, authorization), lambda s, h: status.append(s))
-        b"".join(body)
+        body = app(_environ(path, query, authorization), lambda s, h: status.append(s))
+        content = b"".join(body)
         if hasattr(body, "close"):
             body.close()
         if not status[0].startswith("200"):
-            raise SystemExit(f"{query}: {status[0]}")
+            raise SystemExit(f"{path}?{query}: {status[0]}")
+        return content
 
-    if args.count_only:  # warm up every class (the same in each run), then N requests of one
-        name, requests = args.count_only.split(":")
-        queries = {key: urllib.parse.urlencode(params, doseq=True) for key, params in CLASSES.items()}
-        for query in queries.values():
+    queries = {key: urllib.parse.urlencode(params, doseq=True) for key, params in CLASSES.items()}
+    _install_floor()
+
+    def floor(name: str) -> bytes:
+        return call("", f"/v1/bench-floor/{name}")
+
+    if args.count_only:  # warm up every class and its floor (the same in each run), then N requests of one
+        name, requests = args.count_only.rsplit(":", 1)
+        for key, query in queries.items():
             for _ in range(10):
                 call(query)
-        for _ in range(int(requests)):
-            call(queries[name])
+            _capture_floor(key, lambda key: call(queries[key]))
+            for _ in range(10):
+                floor(key)
+        if name.startswith("floor:"):
+            for _ in range(int(requests)):
+                floor(name.removeprefix("floor:"))
+        else:
+            for _ in range(int(requests)):
+                call(queries[name])
         return
 
-    print(f"{'class':<16} {'CPU ms/request':>15} {'wall ms/request':>16}")
-    for name, params in CLASSES.items():
-        query = urllib.parse.urlencode(params, doseq=True)
+    print(f"{'class':<16} {'CPU ms/request':>15} {'wall ms/request':>16} {'floor CPU ms':>13}")
+    for name, query in queries.items():
         for _ in range(50):
             call(query)
         cpu, wall = time.process_time(), time.perf_counter()
         for _ in range(args.requests):
             call(query)
         cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-        print(f"{name:<16} {cpu * 1000 / args.requests:>15.2f} {wall * 1000 / args.requests:>16.2f}")
+        _capture_floor(name, lambda key: call(queries[key]))
+        for _ in range(50):
+            floor(name)
+        floor_cpu = time.process_time()
+        for _ in range(args.requests):
+            floor(name)
+        floor_cpu = time.process_time() - floor_cpu
+        print(
+            f"{name:<16} {cpu * 1000 / args.requests:>15.2f} {wall * 1000 / args.requests:>16.2f}"
+            f" {floor_cpu * 1000 / args.requests:>13.2f}"
+        )
 
     if args.profile:
         query = urllib.parse.urlencode(CLASSES[args.profile_class], doseq=True)
@@ -154,10 +224,11 @@ def _callgrind(args, count_only: str) -> int:
 def count_instructions(args) -> None:
     names = args.classes.split(",")
     base = _callgrind(args, f"{names[0]}:0")
-    print(f"{'class':<16} {'instructions/request':>21}")
+    print(f"{'class':<16} {'instructions/request':>21} {'floor':>9} {'ratio':>6}")
     for name in names:
-        spent = _callgrind(args, f"{name}:{args.requests}") - base
-        print(f"{name:<16} {spent / args.requests / 1e6:>19.2f} M", flush=True)
+        spent = (_callgrind(args, f"{name}:{args.requests}") - base) / args.requests
+        floor = (_callgrind(args, f"floor:{name}:{args.requests}") - base) / args.requests
+        print(f"{name:<16} {spent / 1e6:>19.2f} M {floor / 1e6:>7.2f} M {spent / floor:>6.2f}", flush=True)
 
 
 if __name__ == "__main__":
