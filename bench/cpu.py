@@ -10,7 +10,8 @@ counted) and the wall time. `--profile N` prints the N functions with the most c
 This is what the web workers spend per request; bench/search.py measures the whole system under load.
 
 `--instructions` counts instead the instructions the interpreter executes per request, under valgrind's
-callgrind (each class: a run that makes N requests less a run that makes none, after the same warm-up). Time
+callgrind (each class: a run that makes N requests less a run that makes none, after the same warm-up; the
+start and the warm-up run uninstrumented, which makes a run minutes shorter). Time
 per request depends on the machine and on whatever else it runs; the instruction count does not, so it
 compares code across machines (valgrind slows the process ~50x: use a few hundred requests, not thousands).
 
@@ -74,6 +75,7 @@ def _environ(path: str, query: str, authorization: str) -> dict:
     }
 
 
+WARM_UP = 5  # requests of each class and of its floor before any is measured
 _FLOORS: dict[str, tuple[list, list]] = {}  # class -> (its request's statements, its JSON documents)
 
 
@@ -164,11 +166,12 @@ def main() -> None:
     if args.count_only:  # warm up every class and its floor (the same in each run), then N requests of one
         name, requests = args.count_only.rsplit(":", 1)
         for key, query in queries.items():
-            for _ in range(10):
+            for _ in range(WARM_UP):
                 call(query)
             _capture_floor(key, lambda key: call(queries[key]))
-            for _ in range(10):
+            for _ in range(WARM_UP):
                 floor(key)
+        _await_instrumentation()
         if name.startswith("floor:"):
             for _ in range(int(requests)):
                 floor(name.removeprefix("floor:"))
@@ -209,15 +212,42 @@ def main() -> None:
         stats.sort_stats("tottime").print_stats(args.profile)
 
 
+def _await_instrumentation() -> None:
+    """Under `_callgrind`: say the warm-up is done, and wait until callgrind instruments the requests."""
+    ready = os.environ.get("BENCH_CALLGRIND_READY")
+    if ready:
+        open(ready, "w").close()
+        while not os.path.exists(ready + ".go"):
+            time.sleep(0.01)
+
+
 def _callgrind(args, count_only: str) -> int:
+    """The instructions of the run's requests: the process starts and warms up uninstrumented (callgrind's
+    `--instr-atstart=no` runs it several times faster), then `callgrind_control -i on` before the requests."""
+    ready = f"/tmp/bench-cpu-{os.getpid()}-ready"
+    for path in (ready, ready + ".go"):
+        if os.path.exists(path):
+            os.remove(path)
     command = [
-        "valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+        "valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", "--instr-atstart=no",
         sys.executable, os.path.abspath(__file__), "--credentials", args.credentials, "--count-only", count_only,
     ]  # fmt: skip
-    run = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
-    found = re.search(r"Collected : (\d+)", run.stderr)
+    env = {**os.environ, "PYTHONHASHSEED": "0", "BENCH_CALLGRIND_READY": ready}
+    with subprocess.Popen(
+        command, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env
+    ) as run:
+        while not os.path.exists(ready) and run.poll() is None:
+            time.sleep(0.2)
+        if run.poll() is None:
+            subprocess.run(["callgrind_control", "-i", "on", str(run.pid)], capture_output=True, check=True)
+            open(ready + ".go", "w").close()
+        stderr = run.communicate()[1]
+    for path in (ready, ready + ".go"):
+        if os.path.exists(path):
+            os.remove(path)
+    found = re.search(r"Collected : (\d+)", stderr)
     if run.returncode or not found:
-        raise SystemExit(f"callgrind failed ({count_only}):\n{run.stderr[-2000:]}")
+        raise SystemExit(f"callgrind failed ({count_only}):\n{stderr[-2000:]}")
     return int(found.group(1))
 
 
