@@ -70,6 +70,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import BasePagination
 from rest_framework.response import Response
 
+from helpdesk.api.forms import cleaned_without_form
 from helpdesk.api.relative_dates import ISO_TIMESTAMP
 
 PAGE = "page"
@@ -325,11 +326,13 @@ class KeysetPagination(BasePagination):
         for name in PAGINATION_PARAMS:
             if name in query_params and not query_params.get(name, "").strip():
                 raise _error(name, "This parameter may not be empty.")
-        form = _params_form(tuple(self.sort_fields), self.max_page_size)(query_params)
-        if not form.is_valid():
+        form_class = _params_form(tuple(self.sort_fields), self.max_page_size)
+        data = cleaned_without_form(form_class.base_fields, query_params)
+        if data is None:
+            form = form_class(query_params)
+            form.is_valid()
             name, messages = next(iter(form.errors.items()))
             raise ValidationError({name: list(messages)})
-        data = form.cleaned_data
         self.page_number = data[PAGE] or 1
         self.page_size = data[PAGE_SIZE] or self.default_page_size
         self.order = data[ORDER] or self.default_order
