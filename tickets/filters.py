@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import datetime
+import hashlib
 import math
 import re
 import uuid
@@ -42,6 +43,8 @@ API_KEY = re.compile(r"[A-Za-z0-9_-]{1,100}")
 MAX_LIST_ITEMS = 100
 _UUID_ARRAY = {"type": "array", "items": {"type": "string", "format": "uuid"}}
 _STR_ARRAY = {"type": "array", "items": {"type": "string"}}
+# In every total's cache key (count_digest): change it when the SQL a filter compiles to changes.
+COUNT_KEY_VERSION = "filters-1"
 
 # --- form fields ------------------------------------------------------------------------------------------
 
@@ -437,6 +440,38 @@ class TicketFilterSet(StrictFilterSet):
         )
         return links if len(team_ids) == 1 else links.values("ticket_id").distinct()
 
+    def count_digest(self) -> str | None:
+        """What the total's cache key names this search by: a digest of the filter values it applied, or None
+        (the caller then digests the counted SQL, as before).
+
+        Equal digests must mean equal counted SQL. The SQL is a function of the license (in the key beside),
+        the cleaned values, and what the filters read besides: the clock, for RelativeDates (their resolved
+        moments are digested), and what a method records in `_count_key_parts` (the license's languages for
+        `query`, the custom fields' types for `customFields`). A value whose repr is not its content (an
+        object's address) gives None. Measured (bench/README.md, issue 34): compiling the count's SQL only to
+        digest it cost ~0.6 M instructions per search."""
+        self.qs  # noqa: B018 - the filters have run: moments resolved, parts recorded
+        data = self.form.cleaned_data
+        tz = data.get("timezone") or datetime.UTC
+        now = getattr(self, "_relative_dates_now", None)
+        parts = [COUNT_KEY_VERSION]
+        for name, value in data.items():
+            if value in EMPTY_VALUES:
+                continue
+            if isinstance(value, relative_dates.RelativeDate):
+                if now is None:  # not resolved by its filter: no moment to name
+                    return None
+                value = value.resolve(tz=tz, now=now)
+            parts.append((name, value))
+        parts += getattr(self, "_count_key_parts", [])
+        text = repr(parts)
+        if " at 0x" in text:
+            return None
+        return hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()
+
+    def _key_part(self, part) -> None:
+        self.__dict__.setdefault("_count_key_parts", []).append(part)
+
     # --- methods (each gets the cleaned value; None/empty never reaches them) ---
 
     @extend_schema_field(OpenApiTypes.STR)
@@ -468,7 +503,9 @@ class TicketFilterSet(StrictFilterSet):
         value = value.strip()
         if not value:
             return queryset
-        return queryset.filter(search.query_q(value, self.license.detected_languages or []))
+        languages = self.license.detected_languages or []
+        self._key_part(("languages", languages))
+        return queryset.filter(search.query_q(value, languages))
 
     @extend_schema_field(OpenApiTypes.UUID)
     def filter_follower(self, queryset, name, value):
@@ -497,6 +534,7 @@ class TicketFilterSet(StrictFilterSet):
             .filter(api_key__in={key for key, _, _ in triples})
             .values_list("api_key", "type")
         )
+        self._key_part(("customFieldTypes", sorted(types.items())))
         condition = Q()
         for key, suffix, text in triples:
             param = f"customFields.{key}{suffix}"
@@ -507,6 +545,7 @@ class TicketFilterSet(StrictFilterSet):
             if kind not in ("date", "number"):
                 raise ValidationError({param: ["Ranges are for date and number custom fields."]})
             bound = _number(param, text) if kind == "number" else self._day(param, text)
+            self._key_part((param, bound))  # a date's bound moves with the clock
             # JSON comparisons: numbers as numbers; dates as their YYYY-MM-DD strings, which sort as days
             condition &= Q(**{f"custom_fields__{key}__{'gte' if suffix == '.from' else 'lt'}": bound})
         return queryset.filter(condition)

@@ -64,7 +64,7 @@ def ticket_filterset(license: License, params: QueryDict, *, check_ids: bool = T
 
 def ticket_count(license: License, filterset: TicketFilterSet) -> int:
     """Step 4: the exact total of a valid filter set (tickets.totals)."""
-    return totals.exact_count(filterset.count_queryset(filterset.qs), license)
+    return totals.exact_count(filterset.count_queryset(filterset.qs), license, filterset.count_digest())
 
 
 def ticket_counts(license: License, filtersets) -> list[int]:

@@ -28,18 +28,24 @@ STEP_WAIT_RECENT_MS = 200
 MAX_STEPS = 50  # writes a reader's roll forward may walk through
 
 
-def exact_count(queryset, license) -> int:
+def exact_count(queryset, license, digest: str | None = None) -> int:
     """The exact count of `queryset` (tickets, or a team inbox's TicketTeam links) at the license's generation.
 
     `license` is the caller's License row as loaded for this request (its generation joined by the API's
     authentication, see `wiring.py`). One cache round trip when cached; an unreachable cache is a miss.
+    `digest` names the counted set in the cache (TicketFilterSet.count_digest: equal digests, equal SQL);
+    without it, a digest of the compiled SQL. With it, the SQL is compiled only on a miss.
     """
-    sql, params, digest = _prepared(queryset)
+    sql = params = None
+    if digest is None:
+        sql, params, digest = _prepared(queryset)
     wanted = _loaded_generation(license)
     found = cache.get(count_key(license.pk, wanted, digest))
     if found is not None:
         registry.keep_registered(license.pk, digest)
         return found
+    if sql is None:
+        sql, params = _sql(queryset)
     return _missed(license, sql, params, digest, wanted)
 
 
@@ -63,10 +69,14 @@ def exact_counts(querysets, license) -> list[int]:
 
 def _prepared(queryset) -> tuple[str, tuple, str]:
     """The counted query's SQL, its parameters and their digest (the cache key's part)."""
+    sql, params = _sql(queryset)
+    return sql, params, hashlib.sha1(f"{sql}|{params!r}".encode(), usedforsecurity=False).hexdigest()
+
+
+def _sql(queryset) -> tuple[str, tuple]:
     column = "pk" if queryset.model is Ticket else "ticket_id"
     # The rows' ticket IDs under one name, which the writes' re-test filters on (`registry.retest`).
-    sql, params = queryset.order_by().values(counted_ticket=F(column)).query.sql_with_params()
-    return sql, params, hashlib.sha1(f"{sql}|{params!r}".encode(), usedforsecurity=False).hexdigest()
+    return queryset.order_by().values(counted_ticket=F(column)).query.sql_with_params()
 
 
 def _missed(license, sql: str, params, digest: str, wanted: int) -> int:
