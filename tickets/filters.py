@@ -9,7 +9,6 @@ parameter (the form's errors, raised by DjangoFilterBackend). Absent parameters 
 
 from __future__ import annotations
 
-import copy
 import datetime
 import hashlib
 import math
@@ -275,7 +274,11 @@ class SharedFilters(dict):
     def __deepcopy__(self, memo):
         copies = {}
         for name, shared in self.items():
-            filter_ = copy.copy(shared)
+            # What copy.copy makes of these plain objects (a new instance, the same __dict__), without its
+            # generic __reduce_ex__ path: FilterSet construction per search from X M to Y M instructions
+            # (bench/README.md, issue 34).
+            filter_ = object.__new__(type(shared))
+            filter_.__dict__.update(shared.__dict__)
             if filter_.method is not None:
                 filter_.method = filter_.method  # a FilterMethod bound to this copy
             copies[name] = filter_
