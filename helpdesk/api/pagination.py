@@ -316,7 +316,8 @@ class KeysetPagination(BasePagination):
     # The URL as `request.build_absolute_uri(f"{request.path}?{params.urlencode()}")` of a copy of the
     # parameters without page and cursors, then the cursor's two appended, spelled it: the absolute URL and
     # the kept parameters encoded once for both links, not the QueryDict deep-copied and everything encoded
-    # and checked again per link. Measured (bench/README.md, issue 34): Link headers 0.35 M -> X M instructions.
+    # and checked again per link. Measured (issue 34, 3x3,000 calls alternately, process CPU): a page's two
+    # links 52-53 us -> 15 us (~0.08 M instructions of a search's ~9 M).
     # (The query part is quote_plus'd ASCII, which build_absolute_uri's iri_to_uri leaves as it is.)
 
     def _link_base(self, request, link_params: QueryDict | None) -> str:
