@@ -69,7 +69,10 @@ def ticket_count(license: License, filterset: TicketFilterSet) -> int:
 
 def ticket_counts(license: License, filtersets) -> list[int]:
     """`ticket_count` of each filter set, the cached ones read in one cache round trip (the views' counts)."""
-    return totals.exact_counts([f.count_queryset(f.qs) for f in filtersets], license)
+    filtersets = list(filtersets)
+    return totals.exact_counts(
+        [f.count_queryset(f.qs) for f in filtersets], license, [f.count_digest() for f in filtersets]
+    )
 
 
 def ticket_search(license: License, params: QueryDict, *, check_ids: bool = True) -> TicketSearch:

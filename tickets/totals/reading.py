@@ -49,21 +49,26 @@ def exact_count(queryset, license, digest: str | None = None) -> int:
     return _missed(license, sql, params, digest, wanted)
 
 
-def exact_counts(querysets, license) -> list[int]:
+def exact_counts(querysets, license, digests=None) -> list[int]:
     """`exact_count` of each queryset, those cached under the license's generation found in one cache round
     trip (a list of saved views: 20 filter sets, one GET_MANY instead of 20 GETs; on the loaded 2-core box a
-    round trip took 6-9 ms, bench/README.md "Views' counts"); each miss as `exact_count` counts it."""
-    prepared = [_prepared(queryset) for queryset in querysets]
+    round trip took 6-9 ms, bench/README.md "Views' counts"); each miss as `exact_count` counts it. `digests`
+    as `exact_count`'s, one per queryset (None: a digest of its SQL)."""
+    querysets = list(querysets)
+    digests = [
+        _prepared(queryset)[2] if digest is None else digest
+        for queryset, digest in zip(querysets, digests or [None] * len(querysets), strict=True)
+    ]
     wanted = _loaded_generation(license)
-    keys = [count_key(license.pk, wanted, digest) for _, _, digest in prepared]
+    keys = [count_key(license.pk, wanted, digest) for digest in digests]
     found = cache.get_many(keys) if keys else {}
     counts = []
-    for key, (sql, params, digest) in zip(keys, prepared, strict=True):
+    for key, queryset, digest in zip(keys, querysets, digests, strict=True):
         if found.get(key) is not None:
             registry.keep_registered(license.pk, digest)
             counts.append(found[key])
         else:
-            counts.append(_missed(license, sql, params, digest, wanted))
+            counts.append(_missed(license, *_sql(queryset), digest, wanted))
     return counts
 
 
