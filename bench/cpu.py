@@ -18,8 +18,8 @@ compares code across machines (valgrind slows the process ~50x: use a few hundre
 Beside each class it measures its **floor** (`floor:<class>`, issue #34): a plain Django view behind the same
 middleware, at a path under /v1/, that runs the statements the class's request ran (captured once from the real
 view with the count cached: the caller's query and the page's SQL, each `fetchall`ed) and returns the same JSON
-documents (`orjson.dumps` of the captured body, as the API renders). What a request must cost at least with this stack; the goal is
-each class within 2.5x (inbox 2x) of its own floor.
+documents (`orjson.dumps` of the captured body, as the API renders). What a request must cost at least with
+this stack; the goal is each class within 2.5x (inbox 2x) of its own floor.
 """
 
 from __future__ import annotations
