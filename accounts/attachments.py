@@ -82,7 +82,7 @@ def content_type_of(attachment: Attachment) -> str:
     return declared if _MEDIA_TYPE.fullmatch(declared) else "application/octet-stream"
 
 
-def _staff_may_see(user, license_id: int) -> bool:
+def _console_may_see(user, license_id: int) -> bool:
     from accounts.admin.tenancy import admin_license_ids
 
     if user is None or not user.is_authenticated:
@@ -135,7 +135,7 @@ class AttachmentDownloadView(APIView):
         elif getattr(request, "agent", None) is not None:  # API credentials (TokenBasicAuthentication)
             if request.license is None or request.license.pk != attachment.license_id:
                 raise NotFound()
-        elif _staff_may_see(self.session_user, attachment.license_id):
+        elif _console_may_see(self.session_user, attachment.license_id):
             pass
         elif request.user is None and not getattr(self.session_user, "is_authenticated", False):
             raise NotAuthenticated()

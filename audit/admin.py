@@ -6,6 +6,7 @@ from django.utils.html import format_html, format_html_join
 from accounts.admin.display import pretty_json
 from accounts.admin.tenancy import ReadOnlyLicenseScopedAdmin, ScopedRelatedListFilter, admin_license_ids
 from audit.models import AuditEntry
+from helpdesk.api.permissions import OWNERS
 
 
 class ExistingTargetListFilter(admin.SimpleListFilter):
@@ -16,7 +17,7 @@ class ExistingTargetListFilter(admin.SimpleListFilter):
 
     def lookups(self, request, model_admin):
         entries = AuditEntry.objects.all()
-        ids = admin_license_ids(request)
+        ids = admin_license_ids(request, OWNERS)
         if ids is not None:
             entries = entries.filter(license_id__in=ids)
         targets = entries.order_by("target").values_list("target", flat=True).distinct()
@@ -28,6 +29,7 @@ class ExistingTargetListFilter(admin.SimpleListFilter):
 
 @admin.register(AuditEntry)
 class AuditEntryAdmin(ReadOnlyLicenseScopedAdmin):
+    readers = OWNERS  # as /v1/auditLog
     """Entries are never added, changed or deleted by hand."""
 
     list_display = (

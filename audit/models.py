@@ -25,6 +25,8 @@ TARGETS = [
     "agents", "blockedEmails", "cannedResponses", "contactForms", "customFields", "emailDomains", "integrations",
     "licenses", "macros", "forwardingAddresses", "replyAddresses", "reports", "rules", "screencasts", "tags",
     "teams", "emailTemplates", "views", "webhooks", "trustedEmails",
+    "mailboxes",  # ours: the e-mail channel's mailboxes (the spec's enum has no name for them)
+    "businessHours", "slaPolicies",
 ]  # fmt: skip
 
 

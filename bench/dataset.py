@@ -29,6 +29,9 @@ from tqdm import tqdm
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "helpdesk.settings")
+# Building indexes and computing tsvectors over a million rows takes minutes: the server's statement timeout
+# (DB_STATEMENT_TIMEOUT_MS, 30 s by default, issue 37) is for requests, not for this script.
+os.environ.setdefault("DB_STATEMENT_TIMEOUT_MS", "0")
 
 import django  # noqa: E402
 from django.apps import apps  # noqa: E402

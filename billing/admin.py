@@ -10,6 +10,7 @@ from accounts.models import License
 from billing.models import Charge, IdempotencyRecord, Subscription
 from billing.selectors import license_subscriptions, seat_limit
 from billing.services import active_agent_count
+from helpdesk.api.permissions import OWNERS
 
 _LICENSE_FILTER = ("license", ScopedRelatedListFilter)
 
@@ -32,6 +33,7 @@ class ChargeInline(admin.TabularInline):
 
 @admin.register(Subscription)
 class SubscriptionAdmin(ReadOnlyLicenseScopedAdmin):
+    readers = OWNERS  # as /v1/subscriptions
     list_display = (
         "id", "license", "state", "plan_code", "quantity", "unit_amount_in_cents", "is_trial",
         "current_period_ends_at",
@@ -72,6 +74,7 @@ class SubscriptionAdmin(ReadOnlyLicenseScopedAdmin):
 
 @admin.register(Charge)
 class ChargeAdmin(ReadOnlyLicenseScopedAdmin):
+    superuser_only = True  # the ledger's own machinery: operators only (issue 30)
     list_display = ("created_at", "license", "subscription", "reason", "amount", "currency", "status")
     list_select_related = ("license", "subscription")
     list_filter = ("status", "reason", _LICENSE_FILTER)
@@ -82,6 +85,7 @@ class ChargeAdmin(ReadOnlyLicenseScopedAdmin):
 
 @admin.register(IdempotencyRecord)
 class IdempotencyRecordAdmin(ReadOnlyLicenseScopedAdmin):
+    superuser_only = True
     list_display = ("key", "license", "status", "created_at", "completed_at")
     list_select_related = ("license",)
     list_filter = ("status", _LICENSE_FILTER)

@@ -55,7 +55,7 @@ CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", not DEBUG)
 INSTALLED_APPS = [
     # admin modules are imported by helpdesk/urls.py (admin.autodiscover()), not at start-up: a command that
     # serves no pages (receive_mail, run by the MTA once per mail) starts faster without them
-    "django.contrib.admin.apps.SimpleAdminConfig",
+    "accounts.console.ConsoleAdminConfig",  # SimpleAdminConfig whose site admits every active agent
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -76,6 +76,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "helpdesk.logs.RequestLogMiddleware",
+    "helpdesk.replicas.ReplicaMiddleware",  # after a write, the caller's WAL position (only with replicas)
     "django.middleware.security.SecurityMiddleware",
     "corsheaders.middleware.CorsMiddleware",  # before anything that may answer (preflights, errors)
     "helpdesk.api.middleware.ApiRequestMiddleware",
@@ -141,11 +142,33 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
             "tcp_user_timeout": _tcp_user_timeout,
         }
     )
-    if env_int("DB_STATEMENT_TIMEOUT_MS", 30000) > 0:
+    # Behind PgBouncer in transaction pooling (docs/operations.md, "Scaling out"): no server-side cursors (a
+    # `WITH HOLD` cursor outlives the transaction, and the next one may run on another server connection), and
+    # no `options` startup parameter (PgBouncer refuses it): set statement_timeout on the role instead.
+    DB_PGBOUNCER = env_bool("DB_PGBOUNCER", False)
+    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = DB_PGBOUNCER
+    if env_int("DB_STATEMENT_TIMEOUT_MS", 30000) > 0 and not DB_PGBOUNCER:
         DATABASES["default"]["OPTIONS"]["options"] = (
             f"-c statement_timeout={env_int('DB_STATEMENT_TIMEOUT_MS', 30000)}"
         )
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# --- Read replicas: DATABASE_REPLICA_URLS (comma-separated postgres:// URLs of streaming replicas of the
+# primary). Searches, view counts, reports and the admin's lists read from one that has replayed the caller's
+# last write (helpdesk/replicas.py); everything else uses the primary.
+DATABASE_REPLICAS = []
+for _index, _url in enumerate(
+    u.strip() for u in env_str("DATABASE_REPLICA_URLS", "").split(",") if u.strip()
+):
+    if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
+        raise ImproperlyConfigured("DATABASE_REPLICA_URLS needs a PostgreSQL DATABASE_URL.")
+    _replica = dj_database_url.parse(_url, conn_max_age=DATABASES["default"]["CONN_MAX_AGE"])
+    _replica["OPTIONS"] = {**DATABASES["default"]["OPTIONS"], **_replica.get("OPTIONS", {})}
+    _replica["CONN_HEALTH_CHECKS"] = True
+    _replica["TEST"] = {"MIRROR": "default"}  # the test runner creates no database for it
+    DATABASES[f"replica_{_index}"] = _replica
+    DATABASE_REPLICAS.append(f"replica_{_index}")
+DATABASE_ROUTERS = ["helpdesk.replicas.ReplicaRouter"] if DATABASE_REPLICAS else []
+DATABASE_REPLICA_MAX_LAG_SECONDS = env_int("DATABASE_REPLICA_MAX_LAG_SECONDS", 30)
 DATABASES["default"].setdefault("TEST", {})
 if env_str("TEST_DATABASE_NAME"):
     DATABASES["default"]["TEST"]["NAME"] = env_str("TEST_DATABASE_NAME")
@@ -280,6 +303,19 @@ EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "HelpDesk <no-reply@helpdesk.localhost>")
 # Each license receives mail at <licenseID>@inbound.<HELPDESK_INBOUND_DOMAIN> (forwarding instructions).
 HELPDESK_INBOUND_DOMAIN = env_str("HELPDESK_INBOUND_DOMAIN", "helpdesk.localhost")
+# DNS for e-mail domains (verification) and DKIM checks of received mail: "host" or "host:port" of the resolver
+# to ask; empty = the system's (/etc/resolv.conf).
+HELPDESK_DNS_RESOLVER = env_str("HELPDESK_DNS_RESOLVER")
+HELPDESK_DNS_TIMEOUT_SECONDS = env_int("HELPDESK_DNS_TIMEOUT_SECONDS", 5)
+# The SPF include an e-mail domain publishes (our sending hosts); default spf.<HELPDESK_INBOUND_DOMAIN>.
+HELPDESK_SPF_INCLUDE = env_str("HELPDESK_SPF_INCLUDE", f"spf.{HELPDESK_INBOUND_DOMAIN}")
+# How long a new e-mail domain may wait for its DNS records (pendingVerification) before it is setupFailed.
+HELPDESK_EMAIL_DOMAIN_VERIFY_HOURS = env_int("HELPDESK_EMAIL_DOMAIN_VERIFY_HOURS", 72)
+# authserv-ids (RFC 8601) of the MTAs in front of us whose Authentication-Results headers are believed; those
+# of anyone else are ignored (a sender can write any header).
+HELPDESK_TRUSTED_AUTHSERV_IDS = env_list("HELPDESK_TRUSTED_AUTHSERV_IDS", [])
+# Check DKIM signatures of received mail ourselves (DNS look-ups) when no trusted Authentication-Results says.
+HELPDESK_INBOUND_DKIM_VERIFY = env_bool("HELPDESK_INBOUND_DKIM_VERIFY", True)
 # Inbound mail (receive_mail, smtp_inbound): larger messages are refused (SMTP 552, receive_mail exit 65).
 INBOUND_MAX_MESSAGE_BYTES = env_int("INBOUND_MAX_MESSAGE_BYTES", 25 * 1024 * 1024)
 # Acknowledgements (auto-replies) per sender and license per hour, beyond which none is sent (storm protection).
@@ -305,6 +341,20 @@ CELERY_BEAT_SCHEDULE["send-due-notifications"] = {
     "task": "templates_app.tasks.send_due_notifications",
     "schedule": 60.0,
     "options": {"expires": 50},
+}
+# IMAP polling of mailboxes (templates_app/inbound/imap.py): beat looks for due mailboxes this often, each poll
+# reads at most IMAP_MAX_MESSAGES_PER_POLL messages for at most IMAP_POLL_MAX_SECONDS (the rest next tick), every
+# socket operation waits IMAP_TIMEOUT_SECONDS. Certificates are verified against the system's CAs, plus those
+# of IMAP_CA_FILE (a PEM bundle) when set, for a server with a private CA.
+IMAP_POLL_SECONDS = env_int("IMAP_POLL_SECONDS", 60)
+IMAP_POLL_MAX_SECONDS = env_int("IMAP_POLL_MAX_SECONDS", 120)
+IMAP_MAX_MESSAGES_PER_POLL = env_int("IMAP_MAX_MESSAGES_PER_POLL", 500)
+IMAP_TIMEOUT_SECONDS = env_int("IMAP_TIMEOUT_SECONDS", 30)
+IMAP_CA_FILE = env_str("IMAP_CA_FILE", "")
+CELERY_BEAT_SCHEDULE["poll-mailboxes"] = {
+    "task": "templates_app.tasks.poll_mailboxes",
+    "schedule": float(IMAP_POLL_SECONDS),
+    "options": {"expires": max(IMAP_POLL_SECONDS - 5, 5)},
 }
 # How long the good/bad links of a rating request (the page /ratings) work.
 HELPDESK_RATING_LINK_MAX_AGE_DAYS = env_int("HELPDESK_RATING_LINK_MAX_AGE_DAYS", 30)
@@ -359,6 +409,18 @@ UPLOAD_MAX_REQUEST_BYTES = env_int("UPLOAD_MAX_REQUEST_BYTES", 100 * 1024 * 1024
 UPLOAD_MAX_FILES_PER_TRANSACTION = env_int("UPLOAD_MAX_FILES_PER_TRANSACTION", 50)
 UPLOAD_MAX_LICENSE_BYTES = env_int("UPLOAD_MAX_LICENSE_BYTES", 10 * 1024 * 1024 * 1024)
 
+# Contact forms' public pages (/forms/<ID>): posts per client IP and per form in each RATE_LIMIT_WINDOW_SECONDS
+# (0: no limit; past one, 429), the time token's bounds (a post sooner than MIN_SECONDS after the page was made
+# is a bot's; a token older than MAX_AGE gets the form back), files per post and their bytes (within the upload
+# limits above), and how many links in a message mark it as spam (0: never).
+CONTACT_FORM_POSTS_PER_IP = env_int("CONTACT_FORM_POSTS_PER_IP", 10)
+CONTACT_FORM_POSTS_PER_FORM = env_int("CONTACT_FORM_POSTS_PER_FORM", 300)
+CONTACT_FORM_MIN_SECONDS = env_int("CONTACT_FORM_MIN_SECONDS", 3)
+CONTACT_FORM_TOKEN_MAX_AGE_SECONDS = env_int("CONTACT_FORM_TOKEN_MAX_AGE_SECONDS", 24 * 3600)
+CONTACT_FORM_MAX_FILES = env_int("CONTACT_FORM_MAX_FILES", 5)
+CONTACT_FORM_MAX_BYTES = env_int("CONTACT_FORM_MAX_BYTES", 10 * 1024 * 1024)
+CONTACT_FORM_SPAM_LINKS = env_int("CONTACT_FORM_SPAM_LINKS", 3)
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "accounts.api.authentication.TokenBasicAuthentication",
@@ -393,6 +455,8 @@ SPECTACULAR_SETTINGS = {
         "TemplateTypeEnum": ["html", "visual"],
         "RuleTypeEnum": "tickets.rules.models.TYPES",
         "CustomFieldStatusEnum": ["active", "deactivated"],
+        "MailboxStatusEnum": ["active", "failing", "disabled"],
+        "MailboxWriteStatusEnum": ["active", "disabled"],
     },
     "SCHEMA_PATH_PREFIX": r"/v1",
     "POSTPROCESSING_HOOKS": [
@@ -481,6 +545,13 @@ CELERY_BEAT_SCHEDULE["rules-time-sweep"] = {
     "options": {"expires": 55},
 }
 
+# --- SLA breaches (tickets/sla/sweep.py): every minute, the clocks that ran out (a breach at the minute it happens).
+CELERY_BEAT_SCHEDULE["sla-breach-sweep"] = {
+    "task": "tickets.tasks.record_sla_breaches",
+    "schedule": 60.0,
+    "options": {"expires": 55},
+}
+
 # --- OAuth 2.0 (django-oauth-toolkit): apps registered at /v1/apps, consent at /oauth/authorize.
 OAUTH_ACCESS_TOKEN_SECONDS = env_int("OAUTH_ACCESS_TOKEN_SECONDS", 3600)
 OAUTH_REFRESH_TOKEN_SECONDS = env_int("OAUTH_REFRESH_TOKEN_SECONDS", 30 * 24 * 3600)
@@ -515,6 +586,7 @@ OAUTH2_PROVIDER_REFRESH_TOKEN_MODEL = "oauth2_provider.RefreshToken"
 OAUTH2_PROVIDER_ID_TOKEN_MODEL = "oauth2_provider.IDToken"
 OAUTH2_PROVIDER_GRANT_MODEL = "oauth2_provider.Grant"
 LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/admin/"  # a sign-in without `next` opens the console, where every agent works
 
 # --- CORS (django-cors-headers): origins of registered apps' redirect URIs (accounts/oauth/cors.py).
 CORS_URLS_REGEX = r"^/(v1/.*|oauth/token/?)$"

@@ -1,5 +1,6 @@
 from django.contrib import admin
 from django.urls import include, path
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularRedocView
 
 from accounts.oauth.urls_oauth import account_patterns, oauth_patterns
@@ -9,7 +10,7 @@ admin.autodiscover()  # settings install SimpleAdminConfig: the admin modules lo
 admin.site.site_header = "HelpDesk admin"
 admin.site.site_title = "HelpDesk admin"
 admin.site.index_title = "Support administration"
-admin.site.site_url = "/v1/docs"  # "View site": this service's face is its API
+admin.site.site_url = "/v1/docs"  # "View site": the API's reference, for agents who script
 admin.site.index_template = "admin/helpdesk_index.html"  # the dashboard (tickets/templatetags/dashboard.py)
 
 handler404 = "helpdesk.api.errors.handler404"
@@ -31,9 +32,16 @@ api_v1 = [
 ]
 
 urlpatterns = [
+    # the console's sign-in page offers "Forgotten your password?" under this name: the e-mailed reset
+    path(
+        "admin/password_reset/",
+        RedirectView.as_view(pattern_name="password_reset"),
+        name="admin_password_reset",
+    ),
     path("admin/", admin.site.urls),
     path("v1/", include(api_v1)),
     path("oauth/", include(oauth_patterns)),
     path("accounts/", include(account_patterns)),
     path("", include("templates_app.pages")),  # the pages e-mailed links open
+    path("", include("templates_app.contact_form_pages")),  # contact forms: /forms/<ID>, embed.js
 ]

@@ -2,11 +2,13 @@
 
 - `<licenseID>@inbound.<domain>`: the license (its default team);
 - `<licenseID>+<teamID-prefix>@inbound.<domain>`: a team of the license (a hex prefix of the team's UUID);
+- `<licenseID>+m<mailboxID>@inbound.<domain>`: a mailbox of the license (its UUID's 32 hex digits): mail there
+  lands in the mailbox's team;
 - `<licenseID>+t<shortID>.<sig>@inbound.<domain>`: a ticket's reply address, written into Reply-To of the mail
   we send; the signature proves that we handed it out, so a reply to it threads even when the subject tag and
   the References header were lost.
 
-The three forms cannot be confused: a team prefix is hexadecimal, and `t` is not a hex digit.
+The forms cannot be confused: a team prefix is hexadecimal, and neither `t` nor `m` is a hex digit.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from django.conf import settings
 _SALT = b"helpdesk.reply-address"
 _SIG_LENGTH = 10
 _LOCAL = re.compile(
-    r"^(?P<license>\d{1,18})(?:\+(?:t(?P<short>[0-9A-Za-z]{1,20})\.(?P<sig>[0-9a-f]+)|(?P<team>[0-9a-f]{4,32})))?$"
+    r"^(?P<license>\d{1,18})(?:\+(?:t(?P<short>[0-9A-Za-z]{1,20})\.(?P<sig>[0-9a-f]+)|m(?P<mailbox>[0-9a-f]{32})"
+    r"|(?P<team>[0-9a-f]{4,32})))?$"
 )
 
 
@@ -30,6 +33,7 @@ class InboundAddress:
     license_id: int
     short_id: str | None = None  # a ticket's reply address (signature checked)
     team_prefix: str | None = None  # a team's address
+    mailbox_id: str | None = None  # a mailbox's address (32 hex digits)
 
 
 def inbound_domain() -> str:
@@ -47,6 +51,10 @@ def license_address(license_id: int) -> str:
 
 def team_address(license_id: int, team_id) -> str:
     return f"{license_id}+{str(team_id).replace('-', '')[:8]}@{inbound_domain()}"
+
+
+def mailbox_address(license_id: int, mailbox_id) -> str:
+    return f"{license_id}+m{str(mailbox_id).replace('-', '')}@{inbound_domain()}"
 
 
 def reply_address(license_id: int, short_id: str) -> str:
@@ -67,4 +75,6 @@ def parse_inbound_address(address: str) -> InboundAddress | None:
         if not hmac.compare_digest(match["sig"], _signature(license_id, match["short"])):
             return None
         return InboundAddress(license_id, short_id=match["short"])
+    if match["mailbox"] is not None:
+        return InboundAddress(license_id, mailbox_id=match["mailbox"])
     return InboundAddress(license_id, team_prefix=match["team"])

@@ -7,14 +7,19 @@ from django.contrib.admin.utils import unquote
 from django.db.models import Count, Max
 from django.http import Http404, HttpResponse
 from django.urls import path, reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 
 from accounts.admin.tenancy import LicenseScopedAdmin, ReadOnlyLicenseScopedAdmin, ScopedRelatedListFilter
-from templates_app import mail, reply_addresses, senders, services
+from helpdesk.api.permissions import OWNERS
+from helpdesk.errors import DomainError
+from templates_app import contact_forms, domains, mail, mailboxes, reply_addresses, senders, services
 from templates_app.models import (
     BlockedSender,
+    ContactForm,
+    EmailDomain,
     InboundMessage,
     Invitation,
+    Mailbox,
     OutboundMessage,
     ReplyAddress,
     Template,
@@ -111,6 +116,7 @@ class TemplateAdmin(LicenseScopedAdmin):
 
 @admin.register(OutboundMessage)
 class OutboundMessageAdmin(ReadOnlyLicenseScopedAdmin):
+    readers = OWNERS  # the mail log, for those who run the desk
     list_display = ("to", "kind", "subject", "status", "attempts", "license", "created_at", "sent_at")
     list_select_related = ("license",)
     list_filter = ("status", "kind", ("license", ScopedRelatedListFilter))
@@ -122,6 +128,7 @@ class OutboundMessageAdmin(ReadOnlyLicenseScopedAdmin):
 
 @admin.register(Invitation)
 class InvitationAdmin(ReadOnlyLicenseScopedAdmin):
+    readers = OWNERS
     list_display = ("agent", "license", "created_at", "accepted_at", "revoked_at")
     list_select_related = ("agent", "license")
     list_filter = (("license", ScopedRelatedListFilter),)
@@ -163,6 +170,7 @@ class ReplyAddressAdmin(LicenseScopedAdmin):
 
 @admin.register(InboundMessage)
 class InboundMessageAdmin(ReadOnlyLicenseScopedAdmin):
+    readers = OWNERS
     """Received mail as it came (for support): what became of it, and the raw message to view or download."""
 
     list_display = (
@@ -259,6 +267,183 @@ class TrustedSenderAdmin(_SenderAdmin):
 
     create = staticmethod(senders.trusted_sender_create)
     delete = staticmethod(lambda obj: senders.trusted_sender_delete(trusted=obj))
+
+
+class ContactFormForm(forms.ModelForm):
+    class Meta:
+        model = ContactForm
+        fields = ("license", "name", "team", "fields", "active")
+        help_texts = {
+            "fields": 'The questions besides e-mail, name, subject and message: [{"key": "phone", "label": '
+            '"Phone", "type": "text|textarea|email|customField", "required": false, "customFieldKey": ...}]',
+            "team": "Where its tickets land (empty: the license's default team).",
+        }
+
+
+@admin.register(ContactForm)
+class ContactFormAdmin(LicenseScopedAdmin):
+    """Public forms whose posts become tickets; written through templates_app.contact_forms. The page's address
+    and the HTML to embed it are shown on the form."""
+
+    form = ContactFormForm
+    list_display = ("name", "license", "active", "public_url", "updated_at")
+    list_select_related = ("license",)
+    list_filter = (("license", ScopedRelatedListFilter), "active")
+    search_fields = ("name",)
+    ordering = ("license", "name")
+    autocomplete_fields = ("license", "team")
+    readonly_fields = (
+        "public_url", "embed_code", "created_at", "created_by", "created_by_type", "updated_at", "updated_by",
+    )  # fmt: skip
+    service_field_names = {"teamID": "team", "name": "name"}
+
+    @admin.display(description="public page")
+    def public_url(self, obj):
+        url = contact_forms.public_url(obj)
+        return format_html('<a href="{}" target="_blank" rel="noopener">{}</a>', url, url)
+
+    @admin.display(description="embed code (paste into a web page)")
+    def embed_code(self, obj):
+        return format_html("<code>{}</code>", contact_forms.embed_code(obj))
+
+    def get_fields(self, request, obj=None):
+        if obj is not None:
+            return ("name", "team", "fields", "active", *self.readonly_fields)
+        return ("license", "name", "team", "fields", "active")
+
+    def save_model(self, request, obj, form, change):
+        data = form.cleaned_data
+        values = {"name": data["name"], "team": data.get("team"), "fields": data.get("fields") or []}
+        if change:
+            contact_forms.contact_form_update(contact_form=obj, active=data["active"], **values)
+            return
+        obj.pk = contact_forms.contact_form_create(
+            license=data["license"], active=data["active"], **values
+        ).pk
+
+    def delete_object(self, request, obj):
+        contact_forms.contact_form_delete(contact_form=obj)
+
+
+class MailboxForm(forms.ModelForm):
+    # write-only, as in the API: left empty, the stored password is kept
+    imap_password = forms.CharField(
+        label="IMAP password", required=False, widget=forms.PasswordInput(render_value=False)
+    )
+    imap_security = forms.ChoiceField(
+        label="IMAP security", required=False, choices=[("", "-"), ("ssl", "ssl"), ("starttls", "starttls")]
+    )
+
+    class Meta:
+        model = Mailbox
+        fields = (
+            "license", "name", "email", "team", "reply_address", "disabled", "imap_host", "imap_port",
+            "imap_security", "imap_username", "imap_password", "imap_folder",
+        )  # fmt: skip
+
+
+@admin.register(Mailbox)
+class MailboxAdmin(LicenseScopedAdmin):
+    """Support addresses; written through templates_app.mailboxes (as the API); the IMAP password is write-only."""
+
+    form = MailboxForm
+    list_display = ("name", "email", "license", "team", "imap_host", "disabled", "created_at")
+    list_select_related = ("license", "team")
+    list_filter = (("license", ScopedRelatedListFilter),)
+    search_fields = ("name", "email")
+    ordering = ("license", "name")
+    autocomplete_fields = ("license",)
+    readonly_fields = ("inbound_address", "poll_state")
+
+    def get_fields(self, request, obj=None):
+        fields = list(MailboxForm.Meta.fields)
+        return fields if obj is None else [f for f in fields if f != "license"] + list(self.readonly_fields)
+
+    @admin.display(description="state")
+    def poll_state(self, obj):
+        state = getattr(obj, "state", None)
+        if state is None or not obj.imap_host:
+            return "-"
+        return (
+            "failing: " + state.last_error if state.failing else f"fetched {state.last_fetched_at or 'never'}"
+        )
+
+    def save_model(self, request, obj, form, change):
+        data = form.cleaned_data
+        imap = None
+        if data.get("imap_host"):
+            imap = {
+                "host": data["imap_host"],
+                "port": data.get("imap_port"),
+                "security": data.get("imap_security") or "ssl",
+                "username": data.get("imap_username") or "",
+                "password": data.get("imap_password") or "",
+                "folder": data.get("imap_folder") or "",
+            }
+        fields = {
+            "name": data["name"],
+            "email": data["email"],
+            "team": data.get("team"),
+            "reply_address": data.get("reply_address"),
+            "imap": imap,
+            "status": "disabled" if data.get("disabled") else "active",
+        }
+        if change:
+            mailboxes.mailbox_update(mailbox=Mailbox.objects.get(pk=obj.pk), **fields)
+        else:
+            obj.pk = mailboxes.mailbox_create(license=data["license"], **fields).pk
+
+    def delete_object(self, request, obj):
+        mailboxes.mailbox_delete(mailbox=obj)
+
+
+@admin.register(EmailDomain)
+class EmailDomainAdmin(LicenseScopedAdmin):
+    """Customers' own mail domains: added, renamed, verified and deleted through templates_app.domains (the
+    private key is never shown)."""
+
+    list_display = ("name", "license", "status", "verified_at", "created_at")
+    list_select_related = ("license",)
+    list_filter = (("license", ScopedRelatedListFilter), "status")
+    search_fields = ("name",)
+    ordering = ("license", "name")
+    autocomplete_fields = ("license",)
+    fields = ("license", "name", "status", "selector", "dns_records", "verified_at", "last_check")
+    readonly_fields = ("status", "selector", "dns_records", "verified_at", "last_check")
+    actions = ["verify_selected"]
+
+    def get_readonly_fields(self, request, obj=None):
+        return ("license", *self.readonly_fields) if obj else ("status",)
+
+    def get_fields(self, request, obj=None):
+        return self.fields if obj else ("license", "name")
+
+    @admin.display(description="DNS records to publish")
+    def dns_records(self, obj):
+        rows = format_html_join(
+            "", "<tr><td>TXT</td><td><code>{}</code></td><td><code>{}</code></td></tr>",
+            ((r.name, r.value) for r in domains.records(obj)),
+        )  # fmt: skip
+        return format_html("<table>{}</table>", rows)
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            domains.email_domain_update(email_domain=obj, name=form.cleaned_data["name"])
+        else:
+            obj.pk = domains.email_domain_create(license=obj.license, name=obj.name).pk
+
+    def delete_object(self, request, obj):
+        domains.email_domain_delete(email_domain=obj)
+
+    @admin.action(description="Verify the DNS records of the selected domains")
+    def verify_selected(self, request, queryset):
+        for domain in queryset:
+            try:
+                domain = domains.email_domain_verify(email_domain=domain)
+            except DomainError as exc:
+                self.message_user(request, f"{domain.name}: {exc.message}", level="error")
+            else:
+                self.message_user(request, f"{domain.name}: {domain.status}")
 
 
 def mail_failures(panels, license_ids) -> None:

@@ -37,6 +37,7 @@ class TemplatesAppConfig(AppConfig):
         )
         webhook_failing.connect(on_webhook_failing, dispatch_uid="templates_app.webhook_failing")
         _register_audited()
+        _register_sender_lists()
         _register_placeholders()
         register_reports()  # failedEmails, among tickets' reports
 
@@ -44,12 +45,34 @@ class TemplatesAppConfig(AppConfig):
 def _register_audited():
     """The e-mail app's audited models (audit/registry.py; audit, below this app, imports none of them)."""
     from audit.registry import register
-    from templates_app.models import BlockedSender, ReplyAddress, Template, TrustedSender
+    from templates_app.models import (
+        BlockedSender,
+        ContactForm,
+        EmailDomain,
+        Mailbox,
+        ReplyAddress,
+        Template,
+        TrustedSender,
+    )
 
     register(Template, target="emailTemplates", m2m={"attachments": "attachments"})
     register(ReplyAddress, target="replyAddresses")
     register(BlockedSender, target="blockedEmails")
     register(TrustedSender, target="trustedEmails")
+    register(ContactForm, target="contactForms")
+    register(Mailbox, target="mailboxes", secrets=("imap_password",))
+    # the key pair and the last DNS check are no one's edit: the private key recorded only as changed
+    register(
+        EmailDomain, target="emailDomains", secrets=("private_key",), exclude=("public_key", "last_check")
+    )
+
+
+def _register_sender_lists():
+    """Tickets sends a blocked sender's new ticket through the API to spam with this app's list."""
+    from templates_app.inbound.selectors import is_blocked
+    from tickets import sender_lists
+
+    sender_lists.register(is_blocked)
 
 
 def _register_placeholders():

@@ -20,7 +20,7 @@ from email import encoders
 from email.mime.base import MIMEBase
 
 from django.conf import settings
-from django.core.mail import EmailMultiAlternatives, get_connection
+from django.core.mail import get_connection
 from django.db import DatabaseError, close_old_connections, connection
 from django.db.models import Q
 from django.utils import timezone
@@ -29,6 +29,7 @@ from accounts.models import License
 from helpdesk.queue import enqueue_now, enqueue_on_commit
 from helpdesk.transactions import unit_of_work
 from templates_app import ticket_delivery
+from templates_app.dkim_signing import SignedEmail, sign_if_ours
 from templates_app.models import OutboundMessage, Template
 from templates_app.rendering import Rendered, render
 
@@ -177,7 +178,7 @@ def _one_line(value: str) -> str:
     return " ".join(str(value).split())  # a header value never carries a line break
 
 
-def _email(message: OutboundMessage) -> EmailMultiAlternatives:
+def _email(message: OutboundMessage) -> SignedEmail:
     headers = {"X-HelpDesk-Message-ID": str(message.pk)}
     if message.message_id:
         headers["Message-ID"] = f"<{message.message_id}>"
@@ -187,7 +188,7 @@ def _email(message: OutboundMessage) -> EmailMultiAlternatives:
     if message.from_email:
         # The header names the team; the envelope sender stays ours (bounces come back to us).
         headers["From"] = _one_line(message.from_email)
-    email = EmailMultiAlternatives(
+    email = SignedEmail(
         subject=message.subject,
         body=message.text,
         from_email=settings.DEFAULT_FROM_EMAIL,
@@ -214,7 +215,10 @@ def _email(message: OutboundMessage) -> EmailMultiAlternatives:
         email.attach(part)
         if not files:  # with files attached the parts stay multipart/mixed (clients still resolve cid:)
             email.mixed_subtype = "related"
-    return email
+    # From an address of the license's active e-mail domain: DKIM-signed with its key
+    return sign_if_ours(
+        email, license_id=message.license_id, from_header=message.from_email or settings.DEFAULT_FROM_EMAIL
+    )
 
 
 CLAIM = timedelta(

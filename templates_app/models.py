@@ -142,6 +142,7 @@ class ReplyAddress(LicenseOwned, Stamped):
 
 
 # Received mail lives in its own module; importing it here registers the models with the app.
+from templates_app.models_forms import ContactForm  # noqa: E402, F401
 from templates_app.models_inbound import BlockedSender, InboundMessage, TrustedSender  # noqa: E402, F401
 
 
@@ -171,3 +172,9 @@ class AgentNotification(LicenseOwned):
 
     def __str__(self):
         return f"{self.kind} of {self.ticket_id} for {self.agent_id}"
+
+
+# Customers' own mail domains (DKIM) and mailboxes (their support addresses, IMAP polling) live in their own
+# modules too.
+from templates_app.models_domains import EmailDomain  # noqa: E402, F401
+from templates_app.models_mailbox import Mailbox, MailboxState  # noqa: E402, F401

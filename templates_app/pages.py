@@ -76,6 +76,7 @@ def invitation_accept_page(request):
             "done": f"You are now an agent of this help desk ({agent.email}).",
             "api_token": api_token,
             "admin_login": password is not None,
+            "invited": True,
         },
     )
 

@@ -45,3 +45,19 @@ def send_due_notifications() -> int:
     from templates_app import notifications
 
     return notifications.send_due()
+
+
+@shared_task(ignore_result=True)
+def poll_mailboxes() -> int:
+    from templates_app.inbound import imap
+
+    return imap.mailboxes_poll_due()
+
+
+@shared_task(ignore_result=True, time_limit=600)
+def poll_mailbox(mailbox_id: str) -> None:
+    # a poll bounds itself (IMAP_POLL_MAX_SECONDS, socket timeouts); time_limit is the backstop, and a poll
+    # killed anywhere loses nothing (templates_app/inbound/imap.py)
+    from templates_app.inbound import imap
+
+    imap.mailbox_poll(mailbox_id=mailbox_id)

@@ -24,7 +24,7 @@ from django.conf import settings
 from accounts.attachments import signed_attachment_url
 from templates_app import mail
 from templates_app.addresses import inbound_domain, license_address, reply_address
-from templates_app.models import OutboundMessage, ReplyAddress
+from templates_app.models import Mailbox, OutboundMessage, ReplyAddress
 from templates_app.rendering import PLACEHOLDER_RE, Rendered, render
 from templates_app.ticket_delivery import record, split_attachments, thread_ids, threading_headers
 
@@ -70,13 +70,13 @@ def sender(*, license, team, short_id: str) -> tuple[str, list[str]]:
 
 
 def recipients(ticket) -> list[str]:
-    """The requester and the people in the loop, once each, never one of our own or the license's addresses;
-    at most MAIL_MAX_PEOPLE_IN_THE_LOOP people besides the requester (the rest get no mail, and no request
-    renders more than that many)."""
-    own = {
-        address.lower()
-        for address in ReplyAddress.objects.for_license(ticket.license_id).values_list("email", flat=True)
-    }
+    """The requester and the people in the loop, once each, never one of our own or the license's addresses
+    (its reply addresses and mailboxes); at most MAIL_MAX_PEOPLE_IN_THE_LOOP people besides the requester (the
+    rest get no mail, and no request renders more than that many)."""
+    # a mailbox's support address comes back to us too (forwarded or fetched): one query for both lists
+    addresses = ReplyAddress.objects.for_license(ticket.license_id).values_list("email", flat=True)
+    mailboxes = Mailbox.objects.for_license(ticket.license_id).values_list("email", flat=True)
+    own = {address.lower() for address in addresses.union(mailboxes, all=True)}
     seen, result = set(), []
     for email in [ticket.requester_email, *(p.get("email", "") for p in ticket.people_in_the_loop or [])]:
         email = (email or "").strip()

@@ -42,6 +42,20 @@ connection_created.connect(_commit_without_waiting_for_the_disk)
 
 
 @pytest.fixture(autouse=True, scope="session")
+def _no_dns_outside_the_machine():
+    """DNS look-ups (e-mail domain verification, DKIM checks of received mail) never leave the machine: an
+    empty DNS server on loopback answers them (NXDOMAIN), unless a test starts its own (`dns_server`)."""
+    from tests.dns_helpers import DnsServer
+
+    server = DnsServer().start()
+    try:
+        with override_settings(HELPDESK_DNS_RESOLVER=server.address, HELPDESK_DNS_TIMEOUT_SECONDS=2):
+            yield
+    finally:
+        server.stop()
+
+
+@pytest.fixture(autouse=True, scope="session")
 def _cheap_password_hashing():
     """MD5 instead of PBKDF2's million rounds (~0.2 s of CPU a hash): the tests check that a password is
     accepted or refused, not how slowly it is hashed."""
@@ -153,6 +167,7 @@ class SmtpSink:
 
     def __init__(self):
         self.messages = []
+        self.raw: list[bytes] = []  # the bytes as received (what a DKIM signature covers)
         self.refuse: list[str] = []
 
     async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
@@ -165,6 +180,7 @@ class SmtpSink:
         from email import message_from_bytes, policy
 
         message = message_from_bytes(envelope.content, policy=policy.default)
+        self.raw.append(envelope.original_content or envelope.content)
         self.messages.append((list(envelope.rcpt_tos), message))
         return "250 Message accepted"
 
@@ -193,6 +209,20 @@ def smtp_server(settings):
         yield sink
     finally:
         controller.stop()
+
+
+@pytest.fixture
+def dns_server(settings):
+    """A real DNS server (UDP and TCP) on a free loopback port that the product's resolver asks
+    (tests/dns_helpers.py): `dns_server.publish(name, value)` adds a TXT record."""
+    from tests.dns_helpers import DnsServer
+
+    server = DnsServer().start()
+    settings.HELPDESK_DNS_RESOLVER = server.address
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture

@@ -37,10 +37,28 @@ def _blocked_email_pk(license):
     return BlockedSender.objects.create(license=license, email=f"@blocked{license.pk}.example").pk
 
 
+def _email_domain_pk(license):
+    from templates_app.domains import email_domain_create
+
+    return email_domain_create(license=license, name=f"mail{license.pk}.example").pk
+
+
 def _trusted_email_pk(license):
     from templates_app.models import TrustedSender
 
     return TrustedSender.objects.create(license=license, email=f"@trusted{license.pk}.example").pk
+
+
+def _contact_form_pk(license):
+    from templates_app.models import ContactForm
+
+    return ContactForm.objects.create(license=license, name=f"Contact {license.pk}").pk
+
+
+def _mailbox_pk(license):
+    from templates_app.mailboxes import mailbox_create
+
+    return mailbox_create(license=license, name="Support", email=f"support{license.pk}@acme.example").pk
 
 
 def _webhook_pk(license):
@@ -73,6 +91,20 @@ def _rule_pk(license):
     return rule_create(license=license, name="rule", triggers=[], actions=[]).pk
 
 
+def _business_hours_pk(license):
+    from tickets.sla.services import business_hours_create
+
+    return business_hours_create(
+        license=license, name="Office", timezone="Europe/Warsaw", week={"mon": [["09:00", "17:00"]]}
+    ).pk
+
+
+def _sla_policy_pk(license):
+    from tickets.sla.services import sla_policy_create
+
+    return sla_policy_create(license=license, name="Standard", targets={"0": {"resolutionMinutes": 60}}).pk
+
+
 def _view_pk(license):
     from tickets.saved_views.models import View
 
@@ -100,12 +132,17 @@ ROUTE_OBJECTS = {
     "cannedresponse": _canned_response_pk,
     "macro": _macro_pk,
     "rule": _rule_pk,
+    "business-hours": _business_hours_pk,
+    "sla-policy": _sla_policy_pk,
     "transaction": _transaction_pk,
     "template": lambda license: TemplateFactory(license=license).pk,
     "subscription": lambda license: SubscriptionFactory(license=license).pk,
     "reply-address": _reply_address_pk,
     "blocked-email": _blocked_email_pk,
     "trusted-email": _trusted_email_pk,
+    "contact-form": _contact_form_pk,
+    "mailbox": _mailbox_pk,
+    "emaildomain": _email_domain_pk,
     "webhook": _webhook_pk,
     "view": _view_pk,
     "custom-field": lambda license: CustomFieldFactory(license=license).pk,

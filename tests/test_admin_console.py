@@ -55,8 +55,10 @@ def test_the_ticket_list_is_compact_and_shows_priority_by_name_and_the_license(l
     assert columns == [
         "short id",
         "subject",
+        "requester",
         "status",
         "priority",
+        "team",
         "assignee",
         "license",
         "last message",

@@ -47,8 +47,12 @@ def _count(client, url) -> int:
     return len(queries)
 
 
-# Accounts and tokens are identities, not license data: only superusers list them.
-SUPERUSER_ONLY = ("/admin/accounts/account/", "/admin/accounts/personalaccesstoken/")
+# Accounts and tokens are identities, not license data; charges the ledger's machinery: only superusers list them.
+SUPERUSER_ONLY = (
+    "/admin/accounts/account/",
+    "/admin/accounts/personalaccesstoken/",
+    "/admin/billing/charge/",
+)
 
 
 @pytest.mark.parametrize(
@@ -69,3 +73,39 @@ def test_a_list_page_runs_as_many_queries_for_many_rows_as_for_one(
     # then the page runs no more queries
     with django_assert_max_num_queries(few):
         assert client.get(url).status_code == 200
+
+
+def _tickets(license, agent, n):
+    from tests.factories import TagFactory, TicketFactory
+
+    for i in range(n):
+        tag = TagFactory(license=license, name=f"q{uuid.uuid4().hex[:8]}")
+        TicketFactory(
+            license=license,
+            tags=[tag],
+            assignment={"agent": agent} if i % 2 else None,
+            subject=f"Printer {i}",
+        )
+
+
+@pytest.mark.parametrize("page", ["mine", "all", "view"])
+def test_a_normal_agents_ticket_list_with_its_views_runs_as_many_queries_for_many_tickets(
+    page, license, agent, django_assert_max_num_queries
+):
+    # given a normal agent signed in, the license's shared views and its own private one, and a few tickets
+    from tests.admin_helpers import signed_in
+    from tickets.saved_views.services import view_create
+
+    shared = view_create(license=license, author=None, name="Open", filters={"status": "open"})
+    view_create(license=license, author=agent.agent, agent_id=agent.agent.pk, name="Mine", filters={})
+    client = signed_in(agent.account)
+    url = "/admin/tickets/ticket/" + {"mine": "", "all": "?view=all", "view": f"?view={shared.pk}"}[page]
+    _tickets(license, agent.agent, 2)
+    few = _count(client, url)
+    # when the license has many more tickets
+    _tickets(license, agent.agent, 30)
+    # then the page (its rows and the sidebar's exact counts) runs no more queries
+    with django_assert_max_num_queries(few):
+        response = client.get(url)
+    assert response.status_code == 200
+    assert b"My open tickets" in response.content and b"Open (" in response.content

@@ -166,17 +166,20 @@ def test_the_purge_takes_a_tickets_pending_notifications_with_it(license):
 
 
 @pytest.mark.django_db
-def test_the_link_is_the_apps_ticket_page_which_the_staff_recipient_opens(
-    owner, staff_owner, license, settings, django_capture_on_commit_callbacks
+def test_the_link_is_the_apps_ticket_page_which_any_agent_recipient_opens(
+    agent, license, settings, django_capture_on_commit_callbacks
 ):
-    # The console is the Django admin: today only staff members (and superusers) sign in to it (issue 30).
+    # Every active agent signs in to the console (issue 30): a normal agent, no staff flag, opens the link.
+    from tests.admin_helpers import signed_in
+
     settings.HELPDESK_APP_URL = "https://desk.example.com/"
-    team = _team(license, [owner.agent], notifyTeamAboutRequestersActivity=True)
-    ticket = TicketFactory(license=license, teams=[team], assignment={"team": team, "agent": owner.agent})
+    team = _team(license, [agent.agent], notifyTeamAboutRequestersActivity=True)
+    ticket = TicketFactory(license=license, teams=[team], assignment={"team": team, "agent": agent.agent})
     OutboundMessage.objects.filter(kind="notification").delete()
     _client_writes(ticket, django_capture_on_commit_callbacks)
-    [mail] = _mails(owner.agent)
+    [mail] = _mails(agent.agent)
     path = f"/admin/tickets/ticket/{ticket.pk}/change/"
     assert f"\nhttps://desk.example.com{path}" in mail.text
-    page = staff_owner.get(path)
+    assert not agent.account.is_staff
+    page = signed_in(agent.account).get(path)
     assert page.status_code == 200 and ticket.subject in page.content.decode()

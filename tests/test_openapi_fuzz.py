@@ -38,6 +38,15 @@ _NOT_IN_THIS_LICENSE = re.compile(
     # filter only on the status reports, a time rule without event conditions (rules across parameters/items).
     r"|^This sender is already (blocked|trusted)\.$|is not a custom field apiKey\.$"
     r"|^Only the status reports take a status|^A time rule"
+    # A contact form's question: its key unique in the form and none of the built-in names (across items), a
+    # customFieldKey with the customField type only (across fields), naming an active field of the license.
+    r"|is built in or already used in this form\.$|^Only a field of type customField has one"
+    r"|^No active custom field of this license has this apiKey|belongs to other teams than the form's"
+    # an e-mail domain added once per license (stored data)
+    r"|^This domain is already added\.$"
+    # Business hours: a time zone of the tz database (its names change with its releases: the document does not
+    # list them), and rules across a week's intervals (ordered, disjoint, at least one).
+    r"|^Unknown time zone|^At least one working interval|^Intervals overlap|^The interval ends before it starts"
 )
 
 

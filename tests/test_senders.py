@@ -101,3 +101,37 @@ def test_a_blocked_senders_reply_to_its_own_ticket_is_kept_there_without_reopeni
     # someone else of the blocked domain, not on the ticket: a new ticket in spam
     other = _receive(license, simple(sender="al@spammy.example", headers={"In-Reply-To": "<first@spammy>"}))
     assert other.pk != ticket.pk and other.silo == "spam"
+
+
+# --- API ticket creates by a client author ------------------------------------------------------------------
+
+
+def _api_ticket(persona, email, author="client"):
+    body = {
+        "subject": "Cheap pills",
+        "requester": {"email": email},
+        "message": {"text": "Buy now."},
+        "author": {"type": author},
+    }
+    response = persona.client.post("/v1/tickets", body, format="json")
+    assert response.status_code == 201, response.content
+    return Ticket.objects.get(pk=response.json()["ID"])
+
+
+def test_a_blocked_senders_ticket_through_the_api_by_a_client_goes_to_spam(agent, license):
+    BlockedSender.objects.create(license=license, email="@spammy.example")
+    assert _api_ticket(agent, "jo@spammy.example").silo == "spam"
+    assert _api_ticket(agent, "jo@fine.example").silo == "tickets"
+
+
+def test_an_agents_own_ticket_for_a_blocked_requester_is_the_agents_choice(agent, license):
+    # the agent writes it (a phone call, say): no spam check on the agent's own words
+    BlockedSender.objects.create(license=license, email="jo@spammy.example")
+    assert _api_ticket(agent, "jo@spammy.example", author="agent").silo == "tickets"
+
+
+def test_a_trusted_sender_is_not_spam_through_the_api_and_a_block_still_wins(agent, license):
+    TrustedSender.objects.create(license=license, email="@partner.example")
+    assert _api_ticket(agent, "jo@partner.example").silo == "tickets"
+    BlockedSender.objects.create(license=license, email="jo@partner.example")
+    assert _api_ticket(agent, "jo@partner.example").silo == "spam"

@@ -158,7 +158,7 @@ def test_the_admin_change_form_and_actions_record_admin_events(staff_owner, owne
     assert staff_owner.post(url, data).status_code == 302
     for action, choice in (("change_status", {"status": "solved"}), ("move_to_silo", {"silo": "archive"})):
         response = staff_owner.post(
-            ADMIN_URL, {"action": action, "_selected_action": [str(ticket.pk)], **choice}
+            f"{ADMIN_URL}?view=all", {"action": action, "_selected_action": [str(ticket.pk)], **choice}
         )
         assert response.status_code == 302
     # then

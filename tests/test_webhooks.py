@@ -18,7 +18,7 @@ CONTRACT_EVENT_TYPES = {
     "teams.update", "teams.delete", "subscriptions.create", "subscriptions.update", "subscriptions.delete",
 }  # fmt: skip
 # Ours, beyond the contract's list: a rule's firing (issue 31: "reaches webhooks like any event").
-OUR_EVENT_TYPES = {"tickets.events.rule"}
+OUR_EVENT_TYPES = {"tickets.events.rule", "tickets.events.sla"}
 PUBLIC = "93.184.215.14"
 
 

@@ -15,6 +15,7 @@ class TicketsConfig(AppConfig):
         from tickets.totals import wiring
         from tickets.webhooks import outbox
 
+        _connect_sla()  # before the outbox: the webhooks' ticket documents carry the clocks this write set
         events_recorded.connect(outbox.on_events_recorded, dispatch_uid="tickets.webhooks.events")
         _connect_rules()
         events_recorded.connect(reports.on_events_recorded, dispatch_uid="tickets.reports.metrics")
@@ -35,6 +36,14 @@ def _connect_rules():
     tickets_purging.connect(purge.on_tickets_purging, dispatch_uid="tickets.rules.purge")
 
 
+def _connect_sla():
+    """SLA clocks move in the transaction of every ticket write that records events (tickets.sla.apply)."""
+    from tickets.signals import events_recorded
+    from tickets.sla import apply
+
+    events_recorded.connect(apply.on_events_recorded, dispatch_uid="tickets.sla.events")
+
+
 def _register_parts():
     """What tickets adds to the machinery below it: its audited models (after the totals' receivers: a tag's
     deletion locks its tickets before audit locks the tag), the resources its webhooks announce, its query
@@ -50,6 +59,7 @@ def _register_parts():
     from tickets.models import Tag
     from tickets.rules.models import Rule
     from tickets.saved_views.models import View
+    from tickets.sla.models import BusinessHours, SlaPolicy
     from tickets.webhooks import outbox
     from tickets.webhooks.models import Webhook
 
@@ -60,6 +70,8 @@ def _register_parts():
     # The secret is recorded only as changed; `status` (failing/active) is the deliveries' outcome, not a change.
     register(Webhook, target="webhooks", secrets=("secret",), exclude=("status",))
     register(View, target="views")
+    register(BusinessHours, target="businessHours")
+    register(SlaPolicy, target="slaPolicies")
     register(CustomField, target="customFields", m2m={"teams": "teamIDs"})
     outbox.register_resource(Agent, prefix="agents", serializer=AgentSerializer)
     outbox.register_resource(Team, prefix="teams", serializer=TeamSerializer)

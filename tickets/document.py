@@ -261,6 +261,24 @@ ASSIGNMENT = Obj(
     },
 )
 
+
+class _SlaBreachDoc(serializers.Serializer):
+    metric = serializers.ChoiceField(choices=["firstResponse", "nextResponse", "resolution"])
+    at = serializers.DateTimeField(help_text="When the clock ran out.")
+
+
+class _SlaDoc(serializers.Serializer):
+    """The ticket's SLA (tickets.sla), stored whole on the ticket as the API shows it; null without a policy."""
+
+    policyID = serializers.UUIDField()
+    firstResponseDueAt = serializers.DateTimeField(allow_null=True)
+    nextResponseDueAt = serializers.DateTimeField(allow_null=True)
+    resolutionDueAt = serializers.DateTimeField(
+        allow_null=True, help_text="Null while the clock is held (pending, onhold, solved) or met."
+    )
+    breaches = _SlaBreachDoc(many=True)
+
+
 DOCUMENT = {
     "ID": Column("id", serializers.UUIDField, "uuid"),
     "licenseID": Column("license_id", serializers.IntegerField),
@@ -286,6 +304,7 @@ DOCUMENT = {
     "ratingRequeestSent": Column("rating_requeest_sent", serializers.BooleanField),
     "rating": RATING,
     "silo": Column("silo", lambda: serializers.ChoiceField(choices=SILOS)),
+    "sla": Column("sla", lambda: _SlaDoc(allow_null=True)),
     "language": Column("language", serializers.CharField),
 }
 # The columns of `.values()` rows that build() reads (the lists come from `related`).

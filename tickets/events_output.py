@@ -63,6 +63,12 @@ class _RuleDoc(serializers.Serializer):
     )
 
 
+class _SlaEventDoc(serializers.Serializer):
+    metric = serializers.ChoiceField(choices=["firstResponse", "nextResponse", "resolution"])
+    dueAt = serializers.DateTimeField(help_text="When the clock ran out (the breach's moment).")
+    policyID = serializers.UUIDField()
+
+
 def _payload(schema) -> Column:
     return Column("payload_json", schema, "json_object")
 
@@ -135,6 +141,7 @@ BY_TYPE = {
     "unmerge": {"unmerge": _payload(_MergeDoc)},  # a merge undone (DELETE .../childTickets/{childID})
     "rating": {"rating": _payload(document.RATING.serializer())},
     "rule": {"rule": _payload(_RuleDoc)},
+    "sla": {"sla": _payload(_SlaEventDoc)},  # an SLA clock breached (tickets.sla.sweep)
 }
 
 

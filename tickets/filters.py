@@ -357,6 +357,9 @@ class TicketFilterSet(StrictFilterSet):
     statusChangedDate = RelativeDateRange("status_changed_at")
     lastAgentMessage = RelativeDateRange("last_agent_message_at")
     lastClientMessage = RelativeDateRange("last_client_message_at")
+    # tickets.sla: whether a clock breached, and the nearest due time of a running one (indexed, partial)
+    slaBreached = ParamFilter(FlagParam, method="filter_sla_breached")
+    slaDue = RelativeDateRange("sla_due_at")
     customFields = ParamFilter(CustomFieldsParam, method="filter_custom_fields")
     locals().update(
         {
@@ -500,6 +503,10 @@ class TicketFilterSet(StrictFilterSet):
     def filter_has_tags(self, queryset, name, value):
         tagged = Linked("tags")
         return queryset.filter(tagged if value else ~tagged)
+
+    @extend_schema_field(OpenApiTypes.STR)
+    def filter_sla_breached(self, queryset, name, value):
+        return queryset.filter(sla_breached=value)
 
     @extend_schema_field(OpenApiTypes.STR)
     def filter_query(self, queryset, name, value):

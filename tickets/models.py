@@ -118,6 +118,12 @@ class Ticket(LicenseOwned, Stamped):
     search_text = models.TextField(blank=True, default="")
     # PostgreSQL only (a plain unused column on SQLite); written by tickets.search.reindex().
     search_vector = SearchVectorField(null=True, editable=False)
+    # The SLA (tickets.sla): the document's `sla`, the clocks behind it, the nearest due time of a running clock
+    # not breached yet (the breach sweep's and the search's), and whether any clock breached (the search's).
+    sla = models.JSONField(null=True, blank=True, editable=False)
+    sla_clock = models.JSONField(null=True, blank=True, editable=False)
+    sla_due_at = models.DateTimeField(null=True, blank=True, editable=False)
+    sla_breached = models.BooleanField(default=False, editable=False)
     teams = models.ManyToManyField(Team, related_name="tickets", blank=True, through="TicketTeam")
     tags = models.ManyToManyField(Tag, related_name="tickets", blank=True, db_table="tickets_ticket_tags")
     followers = models.ManyToManyField(
@@ -154,6 +160,23 @@ class Ticket(LicenseOwned, Stamped):
                 fields=["license", "rated_at"],
                 name="ticket_lic_rated",
                 condition=models.Q(rated_at__isnull=False),
+            ),
+            # the SLA: the breach sweep's walk across licenses, the search's due range and breached tickets; only
+            # tickets under a policy are in them
+            models.Index(
+                fields=["sla_due_at", "id"],
+                name="ticket_sla_due",
+                condition=models.Q(sla_due_at__isnull=False),
+            ),
+            models.Index(
+                fields=["license", "sla_due_at", "id"],
+                name="ticket_lic_sla_due",
+                condition=models.Q(sla_due_at__isnull=False),
+            ),
+            models.Index(
+                fields=["license", "silo", "status", "id"],
+                name="ticket_lic_sla_breached",
+                condition=models.Q(sla_breached=True),
             ),
             # the auto-close's walk across licenses (tickets/auto_close.py): only solved tickets, small
             models.Index(
@@ -238,9 +261,10 @@ EVENT_TYPES = [
     "message", "status", "priority", "assignment", "silo", "tags", "followers", "teams", "merge", "rating",
     "unmerge",
     "rule",
+    "sla",
 ]  # fmt: skip
 # `web`: a customer on one of the public pages (the rating page), reached from a link their e-mail carried.
-SOURCE_TYPES = ["api", "email", "admin", "system", "web"]
+SOURCE_TYPES = ["api", "email", "admin", "system", "web", "form"]  # form: a contact form's post
 
 
 class TicketEvent(LicenseOwned):
@@ -299,4 +323,5 @@ from tickets.models_purge import PurgedFile, PurgeRun  # noqa: E402, F401
 from tickets.reports.models import TicketMetrics, TicketResolution  # noqa: E402, F401
 from tickets.rules.models import Rule, RuleFiring  # noqa: E402, F401
 from tickets.saved_views.models import View  # noqa: E402, F401
+from tickets.sla.models import BusinessHours, SlaPolicy  # noqa: E402, F401
 from tickets.webhooks.models import Webhook, WebhookDelivery  # noqa: E402, F401

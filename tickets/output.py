@@ -26,9 +26,10 @@ from __future__ import annotations
 import uuid
 
 import orjson
-from django.db import connection
+from django.db import connection, connections
 from django.db.models import CharField, Value
 
+from helpdesk.replicas import read_alias
 from tickets import document
 from tickets.document import CHILD_COLUMNS, document_sql
 from tickets.events_output import events_by_ticket
@@ -54,7 +55,7 @@ def _page_postgresql(page_queryset, sort_field: str, keep_json: bool = False) ->
     keys = page_queryset.values_list("id", sort_field)
     keys_sql, params = keys.query.sql_with_params()
     descending = _is_descending(page_queryset)
-    with connection.cursor() as cursor:
+    with connections[read_alias()].cursor() as cursor:  # a replica's, inside a designated read
         cursor.execute(_page_sql(keys_sql, descending), params)
         rows = cursor.fetchall()
     if keep_json:  # the events are spliced into the text (_with_events)

@@ -26,7 +26,7 @@ from helpdesk.context import current_actor
 from helpdesk.errors import Conflict, TooLarge, field_error
 from helpdesk.timestamps import iso
 from helpdesk.transactions import unit_of_work
-from tickets import autoassign, collisions, search, totals
+from tickets import autoassign, collisions, search, sender_lists, totals
 from tickets.custom_fields import values as custom_field_values
 from tickets.events import History, acting_agent, acting_author, assignment_side
 from tickets.models import RATINGS, READ_ONLY_SILOS, Message, Tag, Ticket, TicketTeam
@@ -203,8 +203,12 @@ def ticket_create(
     custom_fields: dict | None = None,
     people_in_the_loop=None,
     transaction_id=None,
+    sender_checked: bool = False,
 ) -> Ticket:
-    """A new ticket with its first message. No teams → the license's default team."""
+    """A new ticket with its first message. No teams → the license's default team.
+
+    A client's ticket from a blocked sender starts in `spam` (tickets.sender_lists), unless the caller checked
+    the sender itself (`sender_checked`: mail in, whose rules also weigh From against Reply-To)."""
     assignment = assignment or {}
     same_license(license, [assignment.get("team"), assignment.get("agent")], "assignment")
     teams = _new_ticket_teams(license, teams, assignment.get("team"))
@@ -224,6 +228,9 @@ def ticket_create(
         custom_fields=custom_fields,
         people_in_the_loop=_unique_people(people_in_the_loop),
     )
+    check_sender = author_type == "client" and not sender_checked
+    if check_sender and sender_lists.is_blocked(license, ticket.requester_email):
+        ticket.silo = "spam"  # as the same sender's mail goes (tickets.sender_lists)
     totals.changing(license.pk, [ticket.pk], new=True)
     _apply_assignment(ticket, assignment)
     stamp_create(ticket)

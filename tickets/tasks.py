@@ -44,3 +44,11 @@ def run_time_rules() -> int:
     from tickets.rules import sweep
 
     return sweep.run_time_rules()
+
+
+@shared_task(ignore_result=True)
+def record_sla_breaches() -> int:
+    """Beat, every minute: the SLA clocks that ran out, each breach recorded once."""
+    from tickets.sla import sweep
+
+    return sweep.record_breaches()

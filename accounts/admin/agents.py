@@ -7,10 +7,13 @@ from django.contrib import admin
 
 from accounts import services
 from accounts.admin.display import key_values
-from accounts.admin.tenancy import LicenseScopedAdmin, ScopedRelatedListFilter
+from accounts.admin.tenancy import LicenseScopedAdmin, ScopedRelatedListFilter, admin_agents
 from accounts.models import ROLES, Agent, Team, TeamMembership
+from helpdesk.api.permissions import WRITERS
 
 _EDITABLE = ("name", "roles", "status", "job_title", "avatar", "autoassignment", "signature_text")
+# what a normal agent changes of its own profile (the API's OWN_PROFILE_FIELDS); the rest is the owners'
+_OWN_PROFILE = ("name", "job_title", "avatar", "signature_text")
 
 
 class RoleListFilter(admin.SimpleListFilter):
@@ -86,13 +89,34 @@ class AgentAdmin(LicenseScopedAdmin):
             )
         return fieldsets
 
+    def own_profile_only(self, request, obj) -> bool:
+        """A normal agent on its own page: it edits its profile, not its roles, status or teams."""
+        if obj is None or request.user.is_superuser:
+            return False
+        agent = (admin_agents(request) or {}).get(obj.license_id)
+        return agent is not None and not agent.is_owner and agent.pk == obj.pk
+
+    def has_change_permission(self, request, obj=None):
+        if self.own_profile_only(request, obj):
+            return bool(set(obj.roles) & WRITERS)  # as PATCH /v1/agents/{ID}: writers, own profile only
+        return super().has_change_permission(request, obj)
+
     def get_readonly_fields(self, request, obj=None):
-        return ("email", *self.readonly_fields) if obj is not None else ()
+        if obj is None:
+            return ()
+        if self.own_profile_only(request, obj):
+            owners_only = [
+                name for name in (*_EDITABLE, "teams", "autoassignment_teams") if name not in _OWN_PROFILE
+            ]
+            return ("email", *owners_only, *self.readonly_fields)
+        return ("email", *self.readonly_fields)
 
     def get_form(self, request, obj=None, change=False, **kwargs):
         form = super().get_form(request, obj, change=change, **kwargs)
         for name in ("teams", "autoassignment_teams"):
-            field = form.base_fields[name]
+            field = form.base_fields.get(name)
+            if field is None:  # read-only on a normal agent's own page
+                continue
             field.queryset = self.related_queryset(request, Team)
             # any relation to Team serves the autocomplete view (it searches the Team admin, with its tenancy)
             field.widget = self.related_widget(request, TeamMembership._meta.get_field("team"), multiple=True)
@@ -116,7 +140,7 @@ class AgentAdmin(LicenseScopedAdmin):
 
     def save_model(self, request, obj, form, change):
         data = form.cleaned_data
-        relations = {name: list(data[name]) for name in ("teams", "autoassignment_teams")}
+        relations = {name: list(data[name]) for name in ("teams", "autoassignment_teams") if name in data}
         if not change:
             fields = {
                 name: data[name] for name in _EDITABLE if name != "roles" and data.get(name) is not None

@@ -71,7 +71,7 @@ class TeamAdmin(LicenseScopedAdmin):
         fieldsets = [
             (None, {"fields": main}),
             ("Settings", {"fields": tuple(SETTINGS_KEYS)}),
-            ("Auto-assignment", {"fields": ("autoassignment_agents",)}),
+            ("Auto-assignment", {"fields": (self._autoassignment_field(request, obj),)}),
         ]
         if obj is not None:
             fieldsets.append(("Stamps", {"classes": ("collapse",), "fields": self.readonly_fields}))
@@ -84,6 +84,16 @@ class TeamAdmin(LicenseScopedAdmin):
         # any relation to Agent serves the autocomplete view (it searches the Agent admin, with its tenancy)
         field.widget = self.related_widget(request, TeamMembership._meta.get_field("agent"), multiple=True)
         return form
+
+    def _autoassignment_field(self, request, obj):
+        # a reader's page shows the agents as text: the form field is a reverse relation Django cannot display
+        if obj is None or self.has_change_permission(request, obj):
+            return "autoassignment_agents"
+        return "autoassignment_agent_names"
+
+    @admin.display(description="autoassignment agents")
+    def autoassignment_agent_names(self, obj):
+        return ", ".join(sorted(str(agent) for agent in obj.autoassignment_agents.all())) or "—"
 
     @admin.display(boolean=True, description="default")
     def is_default(self, obj):

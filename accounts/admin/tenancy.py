@@ -1,9 +1,13 @@
-"""Tenancy of the admin, in one place: which licenses a signed-in person may see, and the mixin that scopes
-every license-owned ModelAdmin to them (lists, objects, permissions, related choices and autocomplete).
+"""Tenancy and roles of the admin console, in one place: which licenses a signed-in person may see, what each
+of their roles lets them do there, and the mixin that applies both to every license-owned ModelAdmin (lists,
+objects, permissions, related choices and autocomplete).
 
-Superusers see every license. A staff account sees the licenses where it is an active owner, and nothing
-license-owned when there is none: the Django model permissions of a non-superuser are not consulted for
-license-owned models, ownership is what grants them (as in the API, where writes are for owners).
+Every active agent signs in (accounts/admin/site.py) and is decided by the API's rules (helpdesk.api.permissions):
+a ModelAdmin declares `readers` and `writers` as the API's viewset does (reads for every role, writes for owners,
+unless it says otherwise), and a role counts only in the license where the agent holds it. Per-object rules (a
+normal agent's own profile, private views and macros) are the services' own checks, given the agent as actor.
+Superusers see every license and are decided by Django's permissions; a staff account that is no active agent
+sees nothing license-owned. Django's model permissions are never consulted for an agent.
 """
 
 from __future__ import annotations
@@ -13,23 +17,50 @@ from django.contrib.admin.widgets import AutocompleteSelect, AutocompleteSelectM
 from django.db.models import Q
 
 from accounts.admin.writes import ServiceAdmin
-from accounts.models import ROLE_OWNER, STATUS_ACTIVE, Agent, License
+from accounts.models import STATUS_ACTIVE, Agent, License
+from helpdesk import replicas
+from helpdesk.api.permissions import EVERYONE, OWNERS
 
 
-def admin_license_ids(request) -> list[int] | None:
-    """The licenses this admin user may see; None means all of them (a superuser). Cached on the request."""
+def admin_agents(request) -> dict[int, Agent] | None:
+    """The signed-in person's active agents by license; None for a superuser (every license). Cached on the
+    request: one query per page."""
     user = request.user
-    if not (user.is_active and user.is_staff):
-        return []
+    if not (user.is_authenticated and user.is_active):
+        return {}
     if user.is_superuser:
         return None
-    if not hasattr(request, "_admin_license_ids"):
-        # roles is a JSON list: filtered here rather than with a JSON lookup SQLite lacks
-        memberships = Agent.objects.filter(account=user, status=STATUS_ACTIVE).values_list(
-            "license_id", "roles"
-        )
-        request._admin_license_ids = sorted(pk for pk, roles in memberships if ROLE_OWNER in roles)
-    return request._admin_license_ids
+    if not hasattr(request, "_admin_agents"):
+        agents = Agent.objects.filter(account=user, status=STATUS_ACTIVE).select_related("license")
+        request._admin_agents = {agent.license_id: agent for agent in agents}
+    return request._admin_agents
+
+
+def admin_license_ids(request, roles=EVERYONE) -> list[int] | None:
+    """The licenses where this person holds one of `roles` (any role: the licenses they see); None: all."""
+    agents = admin_agents(request)
+    if agents is None:
+        return None
+    return sorted(pk for pk, agent in agents.items() if set(agent.roles) & roles)
+
+
+def admin_agent(request, license_id) -> Agent | None:
+    """The person's agent in `license_id` (None for a superuser who is none: the admin acts as itself)."""
+    agents = admin_agents(request)
+    if agents is None:
+        agents = getattr(request, "_superuser_agents", None)
+        if agents is None:
+            agents = {
+                a.license_id: a for a in Agent.objects.filter(account=request.user, status=STATUS_ACTIVE)
+            }
+            request._superuser_agents = agents
+    return agents.get(license_id)
+
+
+def acting_agent(request, license_id) -> Agent | None:
+    """Who a service checks the write against: the agent (its roles, its own private things), or None for a
+    superuser (the operator, as before)."""
+    return None if request.user.is_superuser else admin_agent(request, license_id)
 
 
 def license_path(model) -> str | None:
@@ -98,16 +129,30 @@ class LicenseScopedAdmin(ServiceAdmin):
     """Base of every license-owned ModelAdmin: tenancy for lists, objects, permissions and related choices."""
 
     license_field = "license"  # how the model reaches its License ("pk" on the License admin)
+    readers = EVERYONE  # the roles that see these rows, as the API's viewset declares them
+    writers = OWNERS  # the roles that add, change and delete them
+    superuser_only = False  # Django's machinery (charges, idempotency records): no agent sees it
 
     # --- rows -------------------------------------------------------------------------------------------
 
     def get_queryset(self, request):
         queryset = super().get_queryset(request)
-        ids = admin_license_ids(request)
+        if self.superuser_only and not request.user.is_superuser:
+            return queryset.none()
+        ids = admin_license_ids(request, self.readers)
         return queryset if ids is None else queryset.filter(**{f"{self.license_field}__in": ids})
 
     def license_id_of(self, obj):
         return obj.pk if self.license_field == "pk" else getattr(obj, f"{self.license_field}_id")
+
+    def changelist_view(self, request, extra_context=None):
+        if request.method != "GET":  # a bulk action writes: the primary
+            return super().changelist_view(request, extra_context)
+        # A list (its counts and filters included) reads from a replica that has replayed the admin's last
+        # write (helpdesk.replicas), rendered there too.
+        return replicas.reading(
+            request.user, lambda: super(LicenseScopedAdmin, self).changelist_view(request, extra_context)
+        )
 
     def get_search_results(self, request, queryset, search_term):
         queryset, distinct = super().get_search_results(request, queryset, search_term)
@@ -119,31 +164,43 @@ class LicenseScopedAdmin(ServiceAdmin):
 
     # --- permissions --------------------------------------------------------------------------------------
 
-    def _tenant_allows(self, request, obj):
-        """None for a superuser (Django's permissions decide), else whether this owner may touch `obj`."""
-        ids = admin_license_ids(request)
-        if ids is None:
+    def _tenant_allows(self, request, obj, roles, *, write=False):
+        """None for a superuser (Django's permissions decide), else whether this person holds one of `roles` in
+        `obj`'s license (in any of their licenses when `obj` is None)."""
+        if request.user.is_superuser:
             return None
-        return bool(ids) and (obj is None or self.license_id_of(obj) in ids)
+        if self.superuser_only:
+            return False
+        if obj is None:
+            return bool(admin_license_ids(request, roles))
+        agent = (admin_agents(request) or {}).get(self.license_id_of(obj))
+        if agent is None or not set(agent.roles) & roles:
+            return False
+        return self.object_allows(request, obj, agent, write=write)
+
+    def object_allows(self, request, obj, agent, *, write: bool) -> bool:
+        """A per-object rule on top of the roles (a private view is its agent's, a shared one the owners' to
+        change): the services' own rule, so that the console offers only what they would accept."""
+        return True
 
     def has_module_permission(self, request):
-        ids = admin_license_ids(request)
-        return super().has_module_permission(request) if ids is None else bool(ids)
+        allowed = self._tenant_allows(request, None, self.readers)
+        return super().has_module_permission(request) if allowed is None else allowed
 
     def has_view_permission(self, request, obj=None):
-        allowed = self._tenant_allows(request, obj)
+        allowed = self._tenant_allows(request, obj, self.readers)
         return super().has_view_permission(request, obj) if allowed is None else allowed
 
     def has_add_permission(self, request, *args):
-        allowed = self._tenant_allows(request, None)
+        allowed = self._tenant_allows(request, None, self.writers)
         return super().has_add_permission(request, *args) if allowed is None else allowed
 
     def has_change_permission(self, request, obj=None):
-        allowed = self._tenant_allows(request, obj)
+        allowed = self._tenant_allows(request, obj, self.writers, write=True)
         return super().has_change_permission(request, obj) if allowed is None else allowed
 
     def has_delete_permission(self, request, obj=None):
-        allowed = self._tenant_allows(request, obj)
+        allowed = self._tenant_allows(request, obj, self.writers, write=True)
         return super().has_delete_permission(request, obj) if allowed is None else allowed
 
     # --- related choices ------------------------------------------------------------------------------------
@@ -164,6 +221,11 @@ class LicenseScopedAdmin(ServiceAdmin):
         return cls(db_field, self.admin_site, license_id=getattr(request, "_admin_form_license_id", None))
 
     def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        if db_field.name == self.license_field and db_field.related_model is License:
+            # a new row goes only to a license where this person writes these rows
+            ids = admin_license_ids(request, self.writers)
+            if ids is not None:
+                kwargs.setdefault("queryset", License.objects.filter(pk__in=ids))
         if license_path(db_field.related_model) is not None:
             kwargs.setdefault("queryset", self.related_queryset(request, db_field.related_model))
             if db_field.name in self.get_autocomplete_fields(request):

@@ -100,7 +100,11 @@ class ServiceAdmin(UnitOfWorkAdmin):
         except SERVICE_ERRORS as exc:
             # rolled back; once more, with the refusal as the form's error (the form is then invalid: no write)
             request._admin_service_error = exc
+            self.service_refused(request, exc)
             return super().changeform_view(request, object_id, form_url, extra_context)
+
+    def service_refused(self, request, exc) -> None:
+        """Called once a service refused the form's write, before the form is shown again with the refusal."""
 
     def get_form(self, request, obj=None, change=False, **kwargs):
         form = super().get_form(request, obj, change=change, **kwargs)

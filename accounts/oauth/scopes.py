@@ -31,6 +31,8 @@ RESOURCES = {
     "views": "saved ticket views",
     "customFields": "custom field definitions",
     "reports": "reports",
+    "contactForms": "contact forms",
+    "sla": "business hours and SLA policies",
 }
 # The first segment of an API path -> the resource whose scope covers it.
 PATH_RESOURCES = {
@@ -40,6 +42,10 @@ PATH_RESOURCES = {
     "replyAddresses": "templates",
     "blockedEmails": "templates",
     "trustedEmails": "templates",
+    "mailboxes": "templates",
+    "emailDomains": "templates",
+    "businessHours": "sla",
+    "slaPolicies": "sla",
 }
 REACH = {"my": "your own", "access": "the accessible", "all": "all"}
 MODES = {"ro": "Read", "rw": "Read and change"}

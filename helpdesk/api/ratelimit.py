@@ -103,9 +103,17 @@ def check(request) -> RateLimit | None:
     state = getattr(django_request, STATE_ATTRIBUTE, None)
     if state is not None or getattr(request, "_auth", None) is None:
         return state
+    state = count_window(_buckets(request))
+    setattr(django_request, STATE_ATTRIBUTE, state)
+    return state
+
+
+def count_window(buckets: list[tuple[str, int]]) -> RateLimit | None:
+    """Count one hit in each `(key, limit)` bucket of the current window (RATE_LIMIT_WINDOW_SECONDS): the
+    outcome of the tightest. None when no limit applies (no buckets, or the window set to 0). Used by the
+    API's requests (above) and by the public contact forms (per IP and per form)."""
     window = settings.RATE_LIMIT_WINDOW_SECONDS
-    buckets = _buckets(request) if window > 0 else []
-    if not buckets:
+    if window <= 0 or not buckets:
         return None
     now = time.time()
     number = int(now // window)
@@ -119,7 +127,6 @@ def check(request) -> RateLimit | None:
         remaining, limit = min((max(limit - count, 0), limit) for limit, count in pairs)
         exceeded = any(count > limit for limit, count in pairs)
         state = RateLimit(limit=limit, remaining=remaining, reset=reset, exceeded=exceeded)
-    setattr(django_request, STATE_ATTRIBUTE, state)
     return state
 
 

@@ -8,7 +8,7 @@ import dataclasses
 from accounts.models import License, Team
 from templates_app.addresses import InboundAddress, inbound_domain, parse_inbound_address
 from templates_app.inbound import parse
-from templates_app.models import BlockedSender, InboundMessage, OutboundMessage, TrustedSender
+from templates_app.models import BlockedSender, InboundMessage, Mailbox, OutboundMessage, TrustedSender
 from tickets.models import Ticket
 
 # --- recipients ---------------------------------------------------------------------------------------
@@ -130,6 +130,13 @@ def is_trusted(license: License, email: str) -> bool:
 
 
 def team_of(target: Target) -> Team | None:
+    mailbox_ids = [a.mailbox_id for a in target.inbound if a.mailbox_id]
+    if mailbox_ids:
+        # a mailbox's address (its team; the license's default team when the mailbox or its team is gone)
+        mailbox = (
+            Mailbox.objects.filter(license=target.license, pk=mailbox_ids[0]).select_related("team").first()
+        )
+        return mailbox.team if mailbox is not None else None
     prefixes = [a.team_prefix for a in target.inbound if a.team_prefix]
     if prefixes:
         team = Team.objects.filter(license=target.license, id__startswith=prefixes[0]).first()

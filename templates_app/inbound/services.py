@@ -4,9 +4,11 @@
 - a bounce (DSN, mailer-daemon): recorded against the sent message it reports, never a ticket;
 - our own mail come back (one of our Message-IDs, or sent from one of our inbound addresses): dropped (a loop);
 - a reply (In-Reply-To/References naming a Message-ID we sent or received; else a signed reply address; else
-  the `[#shortID]` subject tag from someone on the ticket, by From: a foreign Reply-To never counts; a reply
-  whose From is not on the ticket opens a new ticket when the team's `unauthReplyCreatesNewTicket` is on): a client message on that ticket, which reopens a
-  solved/closed ticket and moves a ticket out of spam/trash/archive back to `tickets`;
+  the `[#shortID]` subject tag from someone on the ticket, by From: a foreign Reply-To never counts): a client
+  message on that ticket, which reopens a solved/closed ticket and moves a ticket out of spam/trash/archive back
+  to `tickets`; unless its author (From) is not on the ticket or the mail is not authentic (no signed reply
+  address, DKIM or DMARC pass: templates_app.inbound.authenticity) and the team's `unauthReplyCreatesNewTicket`
+  is on: then a new ticket;
 - anything else: a new ticket (requester From, or a single foreign Reply-To), in the team the address names.
 Spam (`X-Spam-Flag: YES`, unless the From is a trusted sender) never threads into an existing ticket: it opens a
 new ticket in the `spam` silo, so a spammer cannot write into (or un-spam) a customer's conversation. A blocked
@@ -33,7 +35,7 @@ from helpdesk.errors import TooLarge
 from helpdesk.transactions import unit_of_work
 from templates_app import senders, ticket_mail
 from templates_app.addresses import parse_inbound_address
-from templates_app.inbound import parse, storm
+from templates_app.inbound import authenticity, parse, storm
 from templates_app.inbound.selectors import (
     Target,
     candidates,
@@ -45,7 +47,6 @@ from templates_app.inbound.selectors import (
     on_ticket,
     outbound_by_message_ids,
     team_of,
-    team_of_ticket,
 )
 from templates_app.models import InboundMessage, OutboundMessage
 from tickets import services as ticket_services
@@ -64,6 +65,19 @@ class UnknownRecipient(InboundRefused):
 
 class MessageTooLarge(InboundRefused):
     pass
+
+
+@dataclasses.dataclass(frozen=True)
+class Entrance:
+    """How a message came in when it is not plain mail: a contact form's post (templates_app.contact_forms)
+    builds a message and hands it in with `Entrance(source="form", threads=False, custom_fields=...)`."""
+
+    source: str = ""  # the ticket events' source ("": the e-mail actor's usual `email`)
+    threads: bool = True  # False: always a new ticket (a typed address proves nothing, so never a reply)
+    custom_fields: dict | None = None  # the new ticket's
+
+
+MAIL = Entrance()
 
 
 @dataclasses.dataclass
@@ -159,7 +173,13 @@ def _record_bounce(inbound: InboundMessage, mail: parse.ParsedMail) -> None:
     if original is None:
         inbound.note = f"bounce of {bounce.original_message_id or 'an unknown message'} (not one we sent)"
         return
-    failed = [r for r, action, _ in bounce.recipients if action in ("failed", "")] or [original.to]
+    # Only what we sent to that recipient: anyone can write a DSN naming one of our Message-IDs (leaked by
+    # the recipient's systems) and other addresses, to mark them bounced.
+    named = [r.lower() for r, action, _ in bounce.recipients if action in ("failed", "")]
+    if bounce.recipients and original.to.lower() not in named:
+        inbound.note = f"bounce of {bounce.original_message_id}: not of its recipient, ignored"[:300]
+        return
+    failed = [original.to]
     inbound.note = f"bounce of {bounce.original_message_id}: {', '.join(failed)}"[:300]
     inbound.ticket_id = original.ticket_id
     if original.ticket_message_id:
@@ -186,7 +206,16 @@ def _people(target: Target, mail: parse.ParsedMail, requester: parse.Address) ->
 
 
 def _new_ticket(
-    inbound, target: Target, mail, requester, *, spam: bool, team: Team | None, txn_id, note: str
+    inbound,
+    target: Target,
+    mail,
+    requester,
+    *,
+    spam: bool,
+    team: Team | None,
+    txn_id,
+    note: str,
+    custom_fields,
 ) -> Ticket:
     people, dropped = _people(target, mail, requester)
     if dropped:
@@ -201,6 +230,8 @@ def _new_ticket(
         teams=[team] if team else None,
         people_in_the_loop=people,
         transaction_id=txn_id,
+        custom_fields=custom_fields,
+        sender_checked=True,  # the blocked list was read above (From and the requester)
     )
     if spam:
         ticket = ticket_services.ticket_update(ticket=ticket, silo="spam")
@@ -229,7 +260,9 @@ def _reply(ticket: Ticket, mail, txn_id, note: str, *, reopen: bool = True) -> T
     )
 
 
-def _handle(inbound: InboundMessage, target: Target, mail: parse.ParsedMail, envelope_sender) -> None:
+def _handle(
+    inbound: InboundMessage, target: Target, mail: parse.ParsedMail, raw: bytes, envelope_sender, entrance
+) -> None:
     license, sender = target.license, inbound.sender
     if mail.bounce is not None:
         _record_bounce(inbound, mail)
@@ -259,15 +292,17 @@ def _handle(inbound: InboundMessage, target: Target, mail: parse.ParsedMail, env
     # from here on the sender is the person we would answer: a contact form's robot From must not make all
     # its customers one sender (storm limit) nor keep them off their own tickets
     inbound.sender = sender = requester.email[:254]
-    ticket, how = (None, "") if flagged else find_ticket(target, mail, author)
+    ticket, how = (None, "") if flagged or not entrance.threads else find_ticket(target, mail, author)
     ticket = _blocked_reply_kept(ticket, author) if blocked and ticket is not None else ticket
-    team = team_of(target)
-    if ticket is not None and not on_ticket(ticket, author):
-        ticket_team = team_of_ticket(ticket)
-        if ticket_team is not None and (ticket_team.settings or {}).get("unauthReplyCreatesNewTicket"):
-            inbound.note = f"{author} is not on ticket #{ticket.short_id}: a new ticket (team setting)"
-            team, ticket = ticket_team, None
+    team, text_note = team_of(target), ""
+    if ticket is not None:  # the author and the mail's authenticity decide whether it goes there
+        decision = authenticity.decide(target=target, mail=mail, raw=raw, ticket=ticket, author=author)
+        inbound.note, text_note = decision.note, decision.text_note
+        how = f"{how}, authenticated by {decision.evidence}" if decision.evidence else how
+        if decision.ticket is None:
+            team, ticket = decision.team, None
     txn_id, note = _store_files(license, mail.files, mail.files_omitted)
+    note = f"{text_note} {note}".strip() if ticket is not None and text_note else note
     inbound.note = inbound.note or note[1:-1] or mail.problem
     if ticket is not None:
         ticket = _reply(ticket, mail, txn_id, note, reopen=not blocked)
@@ -275,7 +310,10 @@ def _handle(inbound: InboundMessage, target: Target, mail: parse.ParsedMail, env
         kept = " kept, from a blocked sender" if blocked else ""
         inbound.note = inbound.note or f"reply to #{ticket.short_id} (by {how}){kept}"
     else:
-        ticket = _new_ticket(inbound, target, mail, requester, spam=spam, team=team, txn_id=txn_id, note=note)
+        ticket = _new_ticket(
+            inbound, target, mail, requester, spam=spam, team=team, txn_id=txn_id, note=note,
+            custom_fields=entrance.custom_fields,
+        )  # fmt: skip
         inbound.kind = InboundMessage.KIND_TICKET
         reason = storm.auto_reply_refusal(
             license=license,
@@ -295,7 +333,7 @@ def _handle(inbound: InboundMessage, target: Target, mail: parse.ParsedMail, env
         )
 
 
-def _store(target: Target, raw: bytes, mail: parse.ParsedMail, envelope_sender) -> Result:
+def _store(target: Target, raw: bytes, mail: parse.ParsedMail, envelope_sender, entrance: Entrance) -> Result:
     sender = mail.sender.email if mail.sender else ""
     inbound = InboundMessage(
         license=target.license,
@@ -307,9 +345,9 @@ def _store(target: Target, raw: bytes, mail: parse.ParsedMail, envelope_sender) 
         size=len(raw),
     )
     with unit_of_work():
-        with acting_as(Actor(type=EMAIL_MESSAGE, email=sender)):
+        with acting_as(Actor(type=EMAIL_MESSAGE, email=sender, source=entrance.source)):
             _mark_inbox_used(target.license)  # before any ticket is locked (docs/architecture.md, locks)
-            _handle(inbound, target, mail, envelope_sender)
+            _handle(inbound, target, mail, raw, envelope_sender, entrance)
         inbound.raw.save(f"{inbound.pk}.eml", ContentFile(raw), save=False)
         inbound.note = inbound.note[:300]
         # inserted last, complete, in one statement: a concurrent delivery of the same message fails here on
@@ -331,11 +369,16 @@ def _store(target: Target, raw: bytes, mail: parse.ParsedMail, envelope_sender) 
 
 
 def inbound_message_receive(
-    *, raw: bytes, recipients: list[str] | None, envelope_sender: str | None = None
+    *,
+    raw: bytes,
+    recipients: list[str] | None,
+    envelope_sender: str | None = None,
+    entrance: Entrance = MAIL,
 ) -> Result:
     """Receive one RFC 5322 message for `recipients` (the envelope's; None: read them from the headers).
 
-    `envelope_sender` is SMTP's MAIL FROM when known ("" for the null reverse path of a bounce)."""
+    `envelope_sender` is SMTP's MAIL FROM when known ("" for the null reverse path of a bounce); `entrance`
+    says how it came in when not by mail (a contact form)."""
     limit = settings.INBOUND_MAX_MESSAGE_BYTES
     if len(raw) > limit:
         raise MessageTooLarge(f"Message too large: {len(raw)} bytes, at most {limit} accepted.")
@@ -352,7 +395,7 @@ def inbound_message_receive(
     existing = InboundMessage.objects.filter(license=target.license, message_id=mail.message_id).first()
     if existing is None:
         try:
-            return _store(target, raw, mail, envelope_sender)
+            return _store(target, raw, mail, envelope_sender, entrance)
         except IntegrityError:
             existing = InboundMessage.objects.filter(
                 license=target.license, message_id=mail.message_id

@@ -5,6 +5,7 @@ from tickets.admin import (  # noqa: F401  (registers the admins)
     custom_fields,
     purge,
     rules,
+    sla,
     tags,
     tickets,
     views,

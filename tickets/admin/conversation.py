@@ -63,7 +63,7 @@ def _side(side) -> str:
     return " / ".join(parts) or "nobody"
 
 
-def _summary(event, names) -> str:
+def summary(event, names) -> str:
     """One line for a change (not a message)."""
     kind = event["type"]
     change = event.get(kind)
@@ -111,6 +111,6 @@ def render_conversation(ticket, *, show_images: bool = False) -> str:
                 cleaned, item["hidden_images"] = display_html(html, show_images=show_images)
                 item["html"] = mark_safe(cleaned)  # noqa: S308 - nh3 cleaned it just now
         else:
-            item["summary"] = _summary(event, names)
+            item["summary"] = summary(event, names)
         items.append(item)
     return render_to_string("admin/tickets/ticket/conversation.html", {"items": items})

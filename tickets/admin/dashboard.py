@@ -49,6 +49,7 @@ class LicensePanel:
     teams: list[dict] = field(default_factory=list)  # {"name", "open", "pending"}
     days: list[Day] = field(default_factory=list)
     oldest: list[Ticket] = field(default_factory=list)
+    nearest_breach: list[Ticket] = field(default_factory=list)  # running SLA clocks, nearest due first
     mail_failures: int = 0  # the e-mail app's part (templates_app/admin.py)
     last_mail_failure: datetime.datetime | None = None
     delivery_failures: int = 0
@@ -101,6 +102,7 @@ def dashboard(license_ids: list[int] | None, *, only: int | None = None, now=Non
     _teams(panels, ids)
     _days(panels, ids, now)
     _oldest(panels, ids)
+    _nearest_breach(panels, ids)
     _failures(panels, ids)
     for part in PARTS:
         part(panels, ids)
@@ -157,6 +159,21 @@ def _oldest(panels, ids) -> None:
     )
     for ticket in rows:
         panels[ticket.license_id].oldest.append(ticket)
+
+
+def _nearest_breach(panels, ids) -> None:
+    """The tickets whose SLA clock runs out first (overdue ones, not yet recorded, first), OLDEST per license, in
+    one query on the partial index (license, sla_due_at, id)."""
+    rank = Window(RowNumber(), partition_by=[F("license_id")], order_by=[F("sla_due_at").asc(), F("id")])
+    rows = (
+        Ticket.objects.filter(license_id__in=ids, silo="tickets", sla_due_at__isnull=False)
+        .annotate(rank=rank)
+        .filter(rank__lte=OLDEST)
+        .only("id", "license_id", "short_id", "subject", "sla_due_at", "sla")
+        .order_by("license_id", "rank")
+    )
+    for ticket in rows:
+        panels[ticket.license_id].nearest_breach.append(ticket)
 
 
 def _failures(panels, ids) -> None:

@@ -4,6 +4,7 @@ from django import forms
 from django.contrib import admin
 
 from accounts.admin.tenancy import LicenseScopedAdmin, ScopedRelatedListFilter
+from helpdesk.api.permissions import WRITERS
 from tickets import services
 from tickets.models import Tag
 
@@ -24,6 +25,7 @@ class TagAdmin(LicenseScopedAdmin):
     ordering = ("license", "name")
     autocomplete_fields = ("license",)
     readonly_fields = ("created_at", "created_by", "created_by_type", "updated_at", "updated_by")
+    writers = WRITERS  # as /v1/tags
 
     def get_fields(self, request, obj=None):
         return ("name", *self.readonly_fields) if obj is not None else ("license", "name")

@@ -8,23 +8,32 @@ from __future__ import annotations
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ActionForm
-from django.urls import path
+from django.core.exceptions import PermissionDenied
+from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.formats import date_format
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
+from django.utils.timesince import timesince
 
 from accounts.admin.tenancy import (
     LicenseScopedAdmin,
     ScopedRelatedListFilter,
+    admin_agent,
     admin_license_ids,
     license_label,
 )
-from accounts.models import Agent, License
-from tickets import search, services
+from accounts.models import License
+from helpdesk.api.permissions import WRITERS
+from helpdesk.errors import Conflict
+from tickets import collisions, search, services
+from tickets.admin import reply_box
 from tickets.admin.conversation import render_conversation
 from tickets.admin.dashboard import created_solved_csv
+from tickets.admin.sla import sla_clock_html
+from tickets.admin.ticket_lists import TicketListFilter
 from tickets.custom_fields import forms as custom_field_forms
+from tickets.macros import services as macro_services
 from tickets.models import SILOS, STATUSES, Ticket
 
 _FIELDS = ("subject", "status", "priority", "silo", "custom_fields")
@@ -76,11 +85,13 @@ class TicketAdmin(LicenseScopedAdmin):
     actions = ("move_to_silo", "change_status")
     # Fits a laptop screen: who and what, where it stands, whose it is, and when it last moved.
     list_display = (
-        "short_id", "subject", "state", "priority", "assignee", "license_name", "last_message",
+        "short_id", "subject", "requester_column", "state", "priority", "team", "assignee", "license_name",
+        "last_message",
     )  # fmt: skip
     list_display_links = ("short_id", "subject")
     list_select_related = ("license", "assignment_team", "assignment_agent")
     list_filter = (
+        TicketListFilter,  # "My open tickets" first, then every ticket and the license's views, counted
         "status", "silo", "priority", ("license", ScopedRelatedListFilter),
         ("teams", ScopedRelatedListFilter), ("tags", ScopedRelatedListFilter),
         ("assignment_agent", ScopedRelatedListFilter),
@@ -94,6 +105,14 @@ class TicketAdmin(LicenseScopedAdmin):
     autocomplete_fields = ("license", "teams", "tags", "followers", "assignment_team", "assignment_agent")
     stamps = ("created_at", "created_by", "created_by_type", "updated_at", "updated_by")
     service_field_names = {"teamIDs": "teams", "tagIDs": "tags", "followers": "followers"}
+    writers = WRITERS  # as PATCH /v1/tickets/{ID}: owners and normal agents work tickets, viewers read
+
+    def get_list_display(self, request):
+        # the license column only for those who see several: an agent of one license knows whose tickets these are
+        ids = admin_license_ids(request)
+        if ids is not None and len(ids) <= 1:
+            return tuple(name for name in self.list_display if name != "license_name")
+        return self.list_display
 
     def _custom_field_inputs(self, request, obj) -> dict:
         """The typed inputs of the ticket's license's custom fields (once per request)."""
@@ -102,15 +121,48 @@ class TicketAdmin(LicenseScopedAdmin):
         return request._custom_field_inputs
 
     def get_form(self, request, obj=None, change=False, **kwargs):
-        if obj is not None and (typed := self._custom_field_inputs(request, obj)):
-            kwargs["form"] = type(self.form.__name__, (self.form,), dict(typed))
+        extra = {}
+        if obj is not None:
+            extra.update(self._custom_field_inputs(request, obj))
+            if self.has_change_permission(request, obj):
+                url = reverse("admin:tickets_ticket_canned_response", args=[obj.pk])
+                extra.update(reply_box.reply_fields(request, obj, url))
+        if extra:
+            kwargs["form"] = type(self.form.__name__, (self.form,), extra)
         return super().get_form(request, obj, change=change, **kwargs)
+
+    def canned_response_view(self, request, object_id):
+        """The reply box's canned response, filled for this ticket (tickets/admin/reply_box.py)."""
+        ticket = self.get_object(request, object_id)
+        if ticket is None or not self.has_change_permission(request, ticket):
+            raise PermissionDenied
+        return reply_box.canned_response_json(request, ticket)
+
+    def service_refused(self, request, exc):
+        if not (isinstance(exc, Conflict) and exc.code == "ticket_changed"):
+            return
+        # the page again with the ticket as it is now: the new version, and what happened since, named
+        request.POST = request.POST.copy()
+        request.POST["version"] = exc.details["ETag"].strip('"')
+        request.POST["macro"] = ""
+        news = "; ".join(reply_box.event_line(event) for event in exc.details["events"]) or "a change"
+        self.message_user(
+            request,
+            f"Not sent: the ticket changed since you opened it ({news}). Read the conversation below, then save "
+            "again to send your reply as it is.",
+            messages.WARNING,
+        )
 
     def get_urls(self):
         # the dashboard's created/solved chart as CSV (tickets/admin/dashboard.py)
         csv_view = self.admin_site.admin_view(created_solved_csv)
         return [
             path("created-solved.csv", csv_view, name="tickets_ticket_created_solved_csv"),
+            path(
+                "<path:object_id>/canned-response/",
+                self.admin_site.admin_view(self.canned_response_view),
+                name="tickets_ticket_canned_response",
+            ),
             *super().get_urls(),
         ]
 
@@ -135,8 +187,13 @@ class TicketAdmin(LicenseScopedAdmin):
                 {"fields": ("short_id", "license", "subject", "requester", "status", "force", "priority", "silo")},
             ),
             ("Who handles it", {"fields": ("teams", "assignment_team", "assignment_agent", "tags", "followers")}),
+            ("Service level", {"fields": ("service_level",)}),
             ("Conversation", {"fields": ("conversation",)}),
-            ("Reply", {"fields": ("reply", "reply_is_private")}),
+            *(
+                [("Reply", {"fields": ("reply", "canned_shortcut", "reply_is_private", "macro", "version")})]
+                if self.has_change_permission(request, obj)
+                else []
+            ),
             (
                 "Details",
                 {
@@ -154,7 +211,7 @@ class TicketAdmin(LicenseScopedAdmin):
             return ()
         return (
             "short_id", "license", "requester", "people", "language", "parent", "rating", "conversation",
-            "status_changed_at",
+            "status_changed_at", "service_level",
             "last_message_at", "last_agent_message_at", "last_client_message_at", *self.stamps,
         )  # fmt: skip
 
@@ -168,12 +225,19 @@ class TicketAdmin(LicenseScopedAdmin):
 
     @admin.display(description="last message", ordering="last_message_at")
     def last_message(self, obj):
-        return date_format(timezone.localtime(obj.last_message_at), "M j, H:i")
+        # its age, as agents read a queue ("3 hours ago"); the date itself on hover
+        when = timezone.localtime(obj.last_message_at)
+        return format_html(
+            '<span title="{}">{} ago</span>', date_format(when, "M j, H:i"), timesince(when).split(",")[0]
+        )
 
-    @admin.display(description="assignee", ordering="assignment_team__name")
+    @admin.display(description="team", ordering="assignment_team__name")
+    def team(self, obj):
+        return str(obj.assignment_team) if obj.assignment_team else "—"
+
+    @admin.display(description="assignee", ordering="assignment_agent__name")
     def assignee(self, obj):
-        names = [str(x) for x in (obj.assignment_team, obj.assignment_agent) if x is not None]
-        return " / ".join(names) or "—"
+        return str(obj.assignment_agent) if obj.assignment_agent else "—"
 
     def get_search_results(self, request, queryset, search_term):
         # no search term for the fields: the parent only narrows autocompletes to one license
@@ -193,6 +257,13 @@ class TicketAdmin(LicenseScopedAdmin):
             {code for codes in licenses.values_list("detected_languages", flat=True) for code in codes}
         )
 
+    @admin.display(description="requester", ordering="requester_email")
+    def requester_column(self, obj):
+        # the name (the address on hover): the list stays narrow enough for a laptop screen
+        return format_html(
+            '<span title="{}">{}</span>', obj.requester_email, obj.requester_name or obj.requester_email
+        )
+
     @admin.display(description="requester")
     def requester(self, obj):
         return f"{obj.requester_name} <{obj.requester_email}>" if obj.requester_name else obj.requester_email
@@ -209,6 +280,10 @@ class TicketAdmin(LicenseScopedAdmin):
         show_images = getattr(obj, "show_remote_images", False)
         # a template that escapes what it shows, and HTML that nh3 cleaned
         return mark_safe(render_conversation(obj, show_images=show_images))  # noqa: S308
+
+    @admin.display(description="SLA clock")
+    def service_level(self, obj):
+        return sla_clock_html(obj, timezone.now())
 
     @admin.display(description="people in the loop")
     def people(self, obj):
@@ -251,11 +326,19 @@ class TicketAdmin(LicenseScopedAdmin):
         if data.get("reply"):
             relations["message"] = {"text": data["reply"], "isPrivate": data["reply_is_private"]}
             # signed as the admin's own agent in this license, when they are one
-            relations["author_agent"] = Agent.objects.filter(
-                license_id=obj.license_id, account=request.user
-            ).first()
+            relations["author_agent"] = admin_agent(request, obj.license_id)
+        # the version the page was opened at: a write against an older one is refused (tickets.collisions)
+        expected = frozenset({data["version"]}) if data.get("version") is not None else None
         if fields or relations:
-            services.ticket_update(ticket=obj, force=bool(data.get("force")), **fields, **relations)
+            obj = services.ticket_update(
+                ticket=obj, force=bool(data.get("force")), expected_versions=expected, **fields, **relations
+            )
+        elif data.get("macro") is not None:
+            collisions.check(Ticket.objects.select_for_update().get(pk=obj.pk), expected)
+        if data.get("macro") is not None:
+            macro_services.macro_apply(
+                macro=data["macro"], ticket=obj, agent=admin_agent(request, obj.license_id)
+            )
 
     # --- actions ------------------------------------------------------------------------------------------
 
@@ -266,8 +349,14 @@ class TicketAdmin(LicenseScopedAdmin):
             return None
         return value
 
+    def _writable(self, request, queryset):
+        """The chosen tickets of the licenses where this person works tickets (not those where they only read)."""
+        ids = admin_license_ids(request, self.writers)
+        return queryset if ids is None else queryset.filter(license_id__in=ids)
+
     @admin.action(description="Move selected tickets to the chosen silo", permissions=["change"])
     def move_to_silo(self, request, queryset):
+        queryset = self._writable(request, queryset)
         silo = self._chosen(request, "silo", SILOS)
         if silo is None:
             return
@@ -276,6 +365,7 @@ class TicketAdmin(LicenseScopedAdmin):
 
     @admin.action(description="Set the chosen status on selected tickets", permissions=["change"])
     def change_status(self, request, queryset):
+        queryset = self._writable(request, queryset)
         status = self._chosen(request, "status", STATUSES)
         if status is None:
             return

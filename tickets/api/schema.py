@@ -16,6 +16,7 @@ def parameter_schemas() -> dict:
         "hasAssignee": _FLAG,
         "hasParent": _FLAG,
         "hasTags": _FLAG,
+        "slaBreached": _FLAG,
         "spam": {"type": "string", "enum": ["true", "false", "1", "0", "y", "n", "yes", "no"]},
         "silo": {"type": "string", "enum": list(SILOS), "default": "tickets"},
         "rating": {"type": "string", "enum": list(RATINGS)},

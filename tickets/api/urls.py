@@ -8,6 +8,7 @@ from tickets.macros.api import MacroApplicationViewSet, MacroViewSet
 from tickets.reports.api import ReportViewSet
 from tickets.rules.api import RuleViewSet
 from tickets.saved_views.api import ViewViewSet
+from tickets.sla.api import BusinessHoursViewSet, SlaPolicyViewSet
 from tickets.webhooks.api import WebhookViewSet
 
 router = ApiRouter()
@@ -18,6 +19,8 @@ router.register("webhooks", WebhookViewSet, basename="webhook")
 router.register("cannedResponses", CannedResponseViewSet, basename="cannedresponse")
 router.register("macros", MacroViewSet, basename="macro")
 router.register("rules", RuleViewSet, basename="rule")
+router.register("businessHours", BusinessHoursViewSet, basename="business-hours")
+router.register("slaPolicies", SlaPolicyViewSet, basename="sla-policy")
 router.register("views", ViewViewSet, basename="view")
 router.register("customFields", CustomFieldViewSet, basename="custom-field")
 router.register("reports", ReportViewSet, basename="report")

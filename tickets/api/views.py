@@ -18,6 +18,7 @@ from helpdesk.api.pagination import KeysetPagination
 from helpdesk.api.permissions import WRITERS
 from helpdesk.api.resources import ResourceViewSet
 from helpdesk.api.tenancy import LicenseScopedViewSet
+from helpdesk.replicas import read_from_replica
 from tickets import collisions, selectors, services
 from tickets.api import sub_resources
 from tickets.api.serializers import (
@@ -82,6 +83,7 @@ class TicketViewSet(sub_resources.TicketSubResources, LicenseScopedViewSet):
         return Response(doc, status=status_code, headers={"ETag": collisions.etag(updated_at)})
 
     @extend_schema(responses={200: TicketDocSerializer(many=True)}, parameters=[CUSTOM_FIELDS_PARAMETER])
+    @read_from_replica
     def list(self, request):
         search = selectors.ticket_search(request.license, request.query_params)
         return Response(search.documents, headers=search.headers(request))

@@ -15,6 +15,7 @@ from helpdesk.api.permissions import WRITERS
 from helpdesk.api.renderers import JSONRenderer
 from helpdesk.api.schema import RELATIVE_OR_ISO_DATE as DATE
 from helpdesk.api.tenancy import LicenseScopedViewSet
+from helpdesk.replicas import read_from_replica
 from tickets.models import STATUSES, Ticket
 from tickets.reports import definitions  # noqa: F401 - tickets' reports registered
 from tickets.reports.params import INTERVALS, RELATED, query_of
@@ -184,6 +185,7 @@ class ReportViewSet(LicenseScopedViewSet):
             )
         },
     )
+    @read_from_replica
     def retrieve(self, request, name=None):
         return Response(report_document(name, request.query_params, request.license))
 

@@ -13,8 +13,9 @@ A condition is `{"type", "op", "value"}` (`customField` adds `apiKey`, `hoursSin
 | `agentID`        | an agent ID, or null (unassigned)      | is, isNot                               |
 | `subject`, `messageText`, `requesterEmail`, `language` | a string (case-insensitive) | is, isNot, contains, notContains |
 | `customField`    | any JSON value                         | is, isNot, contains, notContains, gt, lt |
-| `source`         | api, email, admin, system (the write's)| is, isNot                               |
+| `source`         | api, email, admin, system, web, form (the write's) | is, isNot                   |
 | `hoursSince`     | hours (a number > 0), + `field`        | gt, lt                                  |
+| `slaBreached`    | a metric of SLA_METRICS, or `any`      | is (it breached), isNot                 |
 
 `validate()` refuses an unknown type, op or field and an ID that is not of the license with a 400 naming
 `triggers`, the index and the key. `matches()` reads only the ticket (and its relations, once) and the events.
@@ -35,6 +36,7 @@ EVENTS = (
     "created", "statusChanged", "priorityChanged", "assignmentChanged", "clientMessage", "agentMessage",
     "tagsChanged",
 )  # fmt: skip
+SLA_METRICS = ("firstResponse", "nextResponse", "resolution", "any")  # tickets.sla: the ticket's breaches
 TIME_FIELDS = {
     "createdAt": "created_at",
     "updatedAt": "updated_at",
@@ -62,6 +64,7 @@ OPS = {
     "customField": ("is", "isNot", "contains", "notContains", "gt", "lt"),
     "source": IS,
     "hoursSince": ("gt", "lt"),
+    "slaBreached": IS,
 }
 TYPES = tuple(OPS)
 
@@ -91,6 +94,7 @@ def _value(license: License, condition: dict):
         "silo": SILOS,
         "source": SOURCE_TYPES,
         "priority": PRIORITIES,
+        "slaBreached": SLA_METRICS,
     }
     if type_ in choices:
         if isinstance(value, bool) or value not in choices[type_]:
@@ -266,6 +270,9 @@ def holds(condition: dict, facts: Facts) -> bool:
         return _compare(op, facts.source(), value)
     if type_ == "customField":
         return _compare(op, (ticket.custom_fields or {}).get(condition["apiKey"]), value)
+    if type_ == "slaBreached":
+        metrics = {breach["metric"] for breach in (ticket.sla or {}).get("breaches", [])}
+        return bool(metrics if value == "any" else value in metrics) == (op == "is")
     # hoursSince
     moment = getattr(ticket, TIME_FIELDS[condition["field"]])
     if moment is None or facts.now is None:
@@ -298,6 +305,7 @@ def json_schema() -> dict:
         "messageText": text,
         "requesterEmail": text,
         "language": text,
+        "slaBreached": {"type": "string", "enum": list(SLA_METRICS)},
         "hoursSince": {"type": "number", "exclusiveMinimum": True, "minimum": 0, "maximum": 24 * 365 * 10},
     }
     shapes = []

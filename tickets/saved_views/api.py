@@ -16,6 +16,7 @@ from helpdesk.api.pagination import PAGINATION_PARAMS, KeysetPagination
 from helpdesk.api.permissions import WRITERS
 from helpdesk.api.resources import ResourceViewSet
 from helpdesk.api.serializers import StampedOutputSerializer, StrictSerializer
+from helpdesk.replicas import read_from_replica
 from tickets import selectors
 from tickets.api.serializers import TicketDocSerializer
 from tickets.saved_views import selectors as view_selectors
@@ -120,6 +121,7 @@ class ViewViewSet(ResourceViewSet):
         responses={200: TicketDocSerializer(many=True)},
     )
     @action(detail=True, methods=["get"])
+    @read_from_replica
     def tickets(self, request, **kwargs):
         view = self.get_object()
         unknown = sorted(request.query_params.keys() - REQUEST_PARAMS)
@@ -154,6 +156,7 @@ class ViewViewSet(ResourceViewSet):
         ],
     )
     @action(detail=False, methods=["get"])
+    @read_from_replica
     def counts(self, request):
         unknown = sorted(request.query_params.keys() - {"timezone"})
         if unknown:

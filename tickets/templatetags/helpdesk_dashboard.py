@@ -2,8 +2,10 @@
 licenses' panels (tickets/admin/dashboard.py), scoped as every admin page is (accounts/admin/tenancy.py)."""
 
 from django import template
+from django.utils import timezone
 
 from accounts.admin.tenancy import admin_license_ids
+from helpdesk.api.permissions import OWNERS
 from tickets.admin.charts import created_solved_chart
 from tickets.admin.dashboard import DAYS, dashboard
 
@@ -15,6 +17,8 @@ def helpdesk_dashboard(context):
     request = context["request"]
     only = request.GET.get("license", "")
     data = dashboard(admin_license_ids(request), only=int(only) if only.isdigit() else None)
+    owned = admin_license_ids(request, OWNERS)  # deliveries and purges: the owners' (as the API's webhooks)
     for panel in data.panels:
         panel.chart = created_solved_chart(panel.days)
-    return {"dashboard": data, "days": DAYS, "superuser": request.user.is_superuser}
+        panel.operations = owned is None or panel.license.pk in owned
+    return {"dashboard": data, "days": DAYS, "superuser": request.user.is_superuser, "now": timezone.now()}

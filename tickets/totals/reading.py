@@ -7,9 +7,10 @@ import time
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import connection, transaction
+from django.db import connections, transaction
 from django.db.models import F
 
+from helpdesk.replicas import read_alias
 from tickets.models import SearchGeneration, Ticket
 from tickets.totals import registry
 from tickets.totals.keys import (
@@ -106,7 +107,13 @@ def _missed(license, sql: str, params, digest: str, wanted: int) -> int:
 
 
 def _loaded_generation(license) -> int:
-    """The generation loaded with the request's license (the authentication joins it), else read now."""
+    """The generation loaded with the request's license (the authentication joins it), else read now.
+
+    On a replica (helpdesk.replicas) the replica's own: the page comes from the replica's snapshot, and its total
+    must be the count at that snapshot, not at the primary's newer generation (one more indexed read)."""
+    if read_alias() != "default":
+        found = SearchGeneration.objects.filter(license_id=license.pk).values_list("value", flat=True).first()
+        return found or 0
     try:
         return license.search_generation.value
     except SearchGeneration.DoesNotExist:  # no ticket of the license was ever written
@@ -115,9 +122,12 @@ def _loaded_generation(license) -> int:
 
 def _count(license_id: int, digest: str, sql: str, params) -> int:
     started = time.perf_counter()
-    inside = connection.in_atomic_block
+    # On a replica (inside a designated read) the generation comes from the same snapshot as the count, so the
+    # entry is stored under the generation it is exact at, as on the primary.
+    alias = read_alias()
+    inside = connections[alias].in_atomic_block
     # (no savepoint inside a longer transaction: it would only cost a statement)
-    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
+    with transaction.atomic(using=alias, savepoint=False), connections[alias].cursor() as cursor:
         _raise_work_mem(cursor)
         cursor.execute(f"SELECT {GENERATION_SQL}, (SELECT COUNT(*) FROM ({sql}) s)", [license_id, *params])
         current, count = cursor.fetchone()
@@ -141,7 +151,7 @@ def _raise_work_mem(cursor) -> None:
     default 4 MB of a bitmap: it goes lossy, and every row of every page it names is read and re-checked. At
     64 MB the cold count reads 67k instead of 176k buffers. Its cost is reading the heap, which JIT does not
     speed up: JIT only added 55-170 ms of compilation to it (bench/README.md, issue 34)."""
-    if connection.vendor == "postgresql" and settings.TICKET_COUNT_WORK_MEM:
+    if cursor.db.vendor == "postgresql" and settings.TICKET_COUNT_WORK_MEM:
         cursor.execute(
             "SELECT set_config('work_mem', %s, true), set_config('jit', 'off', true)",
             [settings.TICKET_COUNT_WORK_MEM],
@@ -150,7 +160,7 @@ def _raise_work_mem(cursor) -> None:
 
 def _restore_work_mem(cursor) -> None:
     """Inside a longer transaction (`SET LOCAL` would last to its end), the session's values again."""
-    if connection.vendor == "postgresql" and settings.TICKET_COUNT_WORK_MEM:
+    if cursor.db.vendor == "postgresql" and settings.TICKET_COUNT_WORK_MEM:
         cursor.execute("SET LOCAL work_mem TO DEFAULT; SET LOCAL jit TO DEFAULT")
 
 
@@ -163,7 +173,7 @@ def _wait_for_count(license_id: int, digest: str, wanted: int, counting: str) ->
         time.sleep(pause)
         pause = min(pause * 2, 0.05)
         latest = cache.get(latest_key(license_id, digest))
-        if latest is not None and latest[0] >= wanted:
+        if latest is not None and _answers(latest[0], wanted):
             return latest[1]
         if cache.get(counting) is None:  # done (its count belongs to an older generation) or gone
             return _roll_forward(license_id, digest, wanted)
@@ -192,7 +202,7 @@ def _roll_forward(license_id: int, digest: str, wanted: int) -> int | None:
         if step is None:
             return None
         generation, count = step[0], count + step[1]
-    if generation < wanted:
+    if not _answers(generation, wanted):
         return None
     # (beyond `wanted`: a write committed during this request; its newer total is as good an answer)
     cache.set_many(
@@ -203,6 +213,12 @@ def _roll_forward(license_id: int, digest: str, wanted: int) -> int | None:
         COUNT_TTL_SECONDS,
     )
     return count
+
+
+def _answers(generation: int, wanted: int) -> bool:
+    """Whether a count at `generation` answers a search that wants `wanted`: on the primary a later one does too
+    (a write committed during the request); on a replica only the same, the snapshot its page comes from."""
+    return generation == wanted or (generation > wanted and read_alias() == "default")
 
 
 def _await_step(license_id: int, digest: str, generation: int, wanted: int):

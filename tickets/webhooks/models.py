@@ -12,6 +12,7 @@ EVENT_TYPES = [
     "tickets.events.status", "tickets.events.priority", "tickets.events.message", "tickets.events.tags",
     "tickets.events.followers", "tickets.events.assignment",
     "tickets.events.rule",
+    "tickets.events.sla",
     "agents.create", "agents.update", "agents.delete",
     "teams.create", "teams.update", "teams.delete",
     "subscriptions.create", "subscriptions.update", "subscriptions.delete",

@@ -17,7 +17,7 @@ from helpdesk.api.resources import published
 from tickets.webhooks.delivery import enqueue_on_commit
 from tickets.webhooks.models import Webhook, WebhookDelivery
 
-TICKET_EVENT_TYPES = {"status", "priority", "message", "tags", "followers", "assignment", "rule"}
+TICKET_EVENT_TYPES = {"status", "priority", "message", "tags", "followers", "assignment", "rule", "sla"}
 
 
 def _hooks(license_id, prefix: str) -> dict[str, list[Webhook]]:
