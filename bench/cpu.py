@@ -10,9 +10,16 @@ counted) and the wall time. `--profile N` prints the N functions with the most c
 This is what the web workers spend per request; bench/search.py measures the whole system under load.
 
 `--instructions` counts instead the instructions the interpreter executes per request, under valgrind's
-callgrind (each class: a run that makes N requests less a run that makes none, after the same warm-up). Time
+callgrind (each class: a run that makes N requests less a run that makes none, after the same warm-up; the
+start and the warm-up run uninstrumented, which makes a run minutes shorter). Time
 per request depends on the machine and on whatever else it runs; the instruction count does not, so it
 compares code across machines (valgrind slows the process ~50x: use a few hundred requests, not thousands).
+
+Beside each class it measures its **floor** (`floor:<class>`, issue #34): a plain Django view behind the same
+middleware, at a path under /v1/, that runs the statements the class's request ran (captured once from the real
+view with the count cached: the caller's query and the page's SQL, each `fetchall`ed) and returns the same JSON
+documents (`orjson.dumps` of the captured body, as the API renders). What a request must cost at least with
+this stack; the goal is each class within 2.5x (inbox 2x) of its own floor.
 """
 
 from __future__ import annotations
@@ -29,6 +36,8 @@ import subprocess
 import sys
 import time
 import urllib.parse
+
+import orjson
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "helpdesk.settings")
@@ -66,6 +75,47 @@ def _environ(path: str, query: str, authorization: str) -> dict:
     }
 
 
+WARM_UP = 5  # requests of each class and of its floor before any is measured
+_FLOORS: dict[str, tuple[list, list]] = {}  # class -> (its request's statements, its JSON documents)
+
+
+def _floor_view(request, name):
+    from django.db import connection
+    from django.http import HttpResponse
+
+    statements, documents = _FLOORS[name]
+    with connection.cursor() as cursor:
+        for sql, params in statements:
+            cursor.execute(sql, params)
+            cursor.fetchall()
+    return HttpResponse(orjson.dumps(documents), content_type="application/json")
+
+
+def _install_floor() -> None:
+    from django.urls import clear_url_caches, path
+
+    from helpdesk import urls
+
+    urls.urlpatterns.insert(0, path("v1/bench-floor/<str:name>", _floor_view))
+    clear_url_caches()
+
+
+def _capture_floor(name: str, call) -> None:
+    """The statements the real request of `name` runs (its count already cached), and its documents."""
+    from django.db import connection
+
+    statements = []
+
+    def capture(execute, sql, params, many, context):
+        if sql.lstrip().upper().startswith("SELECT"):  # not the token's once-a-minute last_used_at
+            statements.append((sql, params))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(capture):
+        body = call(name)
+    _FLOORS[name] = (statements, json.loads(body))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--requests", type=int, default=1000)
@@ -97,35 +147,59 @@ def main() -> None:
     CLASSES["team"] = {"teamIDs[]": [team]}
     authorization = "Basic " + base64.b64encode(f"{big['accountID']}:{big['token']}".encode()).decode()
 
-    def call(query: str) -> None:
+    def call(query: str, path: str = "/v1/tickets") -> bytes:
         status = []
-        body = app(_environ("/v1/tickets", query, authorization), lambda s, h: status.append(s))
-        b"".join(body)
+        body = app(_environ(path, query, authorization), lambda s, h: status.append(s))
+        content = b"".join(body)
         if hasattr(body, "close"):
             body.close()
         if not status[0].startswith("200"):
-            raise SystemExit(f"{query}: {status[0]}")
+            raise SystemExit(f"{path}?{query}: {status[0]}")
+        return content
 
-    if args.count_only:  # warm up every class (the same in each run), then N requests of one
-        name, requests = args.count_only.split(":")
-        queries = {key: urllib.parse.urlencode(params, doseq=True) for key, params in CLASSES.items()}
-        for query in queries.values():
-            for _ in range(10):
+    queries = {key: urllib.parse.urlencode(params, doseq=True) for key, params in CLASSES.items()}
+    _install_floor()
+
+    def floor(name: str) -> bytes:
+        return call("", f"/v1/bench-floor/{name}")
+
+    if args.count_only:  # warm up every class and its floor (the same in each run), then N requests of one
+        name, requests = args.count_only.rsplit(":", 1)
+        _steady()
+        for key, query in queries.items():
+            for _ in range(WARM_UP):
                 call(query)
-        for _ in range(int(requests)):
-            call(queries[name])
+            _capture_floor(key, lambda key: call(queries[key]))
+            for _ in range(WARM_UP):
+                floor(key)
+        _await_instrumentation()
+        if name.startswith("floor:"):
+            for _ in range(int(requests)):
+                floor(name.removeprefix("floor:"))
+        else:
+            for _ in range(int(requests)):
+                call(queries[name])
         return
 
-    print(f"{'class':<16} {'CPU ms/request':>15} {'wall ms/request':>16}")
-    for name, params in CLASSES.items():
-        query = urllib.parse.urlencode(params, doseq=True)
+    print(f"{'class':<16} {'CPU ms/request':>15} {'wall ms/request':>16} {'floor CPU ms':>13}")
+    for name, query in queries.items():
         for _ in range(50):
             call(query)
         cpu, wall = time.process_time(), time.perf_counter()
         for _ in range(args.requests):
             call(query)
         cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-        print(f"{name:<16} {cpu * 1000 / args.requests:>15.2f} {wall * 1000 / args.requests:>16.2f}")
+        _capture_floor(name, lambda key: call(queries[key]))
+        for _ in range(50):
+            floor(name)
+        floor_cpu = time.process_time()
+        for _ in range(args.requests):
+            floor(name)
+        floor_cpu = time.process_time() - floor_cpu
+        print(
+            f"{name:<16} {cpu * 1000 / args.requests:>15.2f} {wall * 1000 / args.requests:>16.2f}"
+            f" {floor_cpu * 1000 / args.requests:>13.2f}"
+        )
 
     if args.profile:
         query = urllib.parse.urlencode(CLASSES[args.profile_class], doseq=True)
@@ -139,25 +213,70 @@ def main() -> None:
         stats.sort_stats("tottime").print_stats(args.profile)
 
 
+def _steady() -> None:
+    """Under callgrind, what happens once every few minutes of wall time stays out of the counts: a run of the
+    loaded box's takes minutes, so the token's once-a-minute `last_used_at` write and the recount of a total
+    whose cache entry expired (every 5 minutes) would land in one run and not the next (10.4 M and 11.2 M
+    for the same inbox code). The token is touched once; the bench's cache (give it a Redis database of its
+    own: this empties it) is emptied, so that every total is counted in the run's own uninstrumented warm-up
+    and none expires during its requests."""
+    from datetime import timedelta
+
+    from django.core.cache import cache
+
+    from accounts.api import authentication
+
+    authentication.LAST_USED_RESOLUTION = timedelta(days=1)
+    cache.clear()
+
+
+def _await_instrumentation() -> None:
+    """Under `_callgrind`: say the warm-up is done, and wait until callgrind instruments the requests."""
+    ready = os.environ.get("BENCH_CALLGRIND_READY")
+    if ready:
+        open(ready, "w").close()
+        while not os.path.exists(ready + ".go"):
+            time.sleep(0.01)
+
+
 def _callgrind(args, count_only: str) -> int:
+    """The instructions of the run's requests: the process starts and warms up uninstrumented (callgrind's
+    `--instr-atstart=no` runs it several times faster), then `callgrind_control -i on` before the requests."""
+    ready = f"/tmp/bench-cpu-{os.getpid()}-ready"
+    for path in (ready, ready + ".go"):
+        if os.path.exists(path):
+            os.remove(path)
     command = [
-        "valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+        "valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", "--instr-atstart=no",
         sys.executable, os.path.abspath(__file__), "--credentials", args.credentials, "--count-only", count_only,
     ]  # fmt: skip
-    run = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
-    found = re.search(r"Collected : (\d+)", run.stderr)
+    env = {**os.environ, "PYTHONHASHSEED": "0", "BENCH_CALLGRIND_READY": ready}
+    with subprocess.Popen(
+        command, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env
+    ) as run:
+        while not os.path.exists(ready) and run.poll() is None:
+            time.sleep(0.2)
+        if run.poll() is None:
+            subprocess.run(["callgrind_control", "-i", "on", str(run.pid)], capture_output=True, check=True)
+            open(ready + ".go", "w").close()
+        stderr = run.communicate()[1]
+    for path in (ready, ready + ".go"):
+        if os.path.exists(path):
+            os.remove(path)
+    found = re.search(r"Collected : (\d+)", stderr)
     if run.returncode or not found:
-        raise SystemExit(f"callgrind failed ({count_only}):\n{run.stderr[-2000:]}")
+        raise SystemExit(f"callgrind failed ({count_only}):\n{stderr[-2000:]}")
     return int(found.group(1))
 
 
 def count_instructions(args) -> None:
     names = args.classes.split(",")
     base = _callgrind(args, f"{names[0]}:0")
-    print(f"{'class':<16} {'instructions/request':>21}")
+    print(f"{'class':<16} {'instructions/request':>21} {'floor':>9} {'ratio':>6}")
     for name in names:
-        spent = _callgrind(args, f"{name}:{args.requests}") - base
-        print(f"{name:<16} {spent / args.requests / 1e6:>19.2f} M", flush=True)
+        spent = (_callgrind(args, f"{name}:{args.requests}") - base) / args.requests
+        floor = (_callgrind(args, f"floor:{name}:{args.requests}") - base) / args.requests
+        print(f"{name:<16} {spent / 1e6:>19.2f} M {floor / 1e6:>7.2f} M {spent / floor:>6.2f}", flush=True)
 
 
 if __name__ == "__main__":

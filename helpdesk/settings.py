@@ -527,6 +527,8 @@ AUTO_CLOSE_BATCH_SIZE = env_int("AUTO_CLOSE_BATCH_SIZE", 200)
 # --- A search total whose count took at least this long is carried across writes (tickets/totals/): writes
 # re-test the tickets they change against these filter sets instead of leaving them to be counted again.
 TICKET_COUNT_CARRY_MIN_MS = env_int("TICKET_COUNT_CARRY_MIN_MS", 5)
+# PostgreSQL work_mem of a search total's count statement alone (tickets.totals.reading); empty: the server's.
+TICKET_COUNT_WORK_MEM = env_str("TICKET_COUNT_WORK_MEM", "64MB")
 # At most this many filter sets per license are carried (each write re-tests its tickets against all of them
 # in one statement before and one after the change: ~0.2 ms of PostgreSQL per set and write).
 TICKET_COUNT_CARRY_SETS = env_int("TICKET_COUNT_CARRY_SETS", 48)

@@ -58,6 +58,7 @@ import datetime
 import functools
 import math
 from dataclasses import dataclass
+from urllib.parse import quote_plus
 
 from django import forms
 from django.core.exceptions import FieldDoesNotExist
@@ -70,6 +71,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import BasePagination
 from rest_framework.response import Response
 
+from helpdesk.api.forms import cleaned_without_form
 from helpdesk.api.relative_dates import ISO_TIMESTAMP
 
 PAGE = "page"
@@ -78,6 +80,7 @@ ORDER = "order"
 SORT_BY = "sortBy"
 NEXT_VALUE, NEXT_ID, PREV_VALUE, PREV_ID = "next.value", "next.ID", "prev.value", "prev.ID"
 CURSOR_PARAMS = (NEXT_VALUE, NEXT_ID, PREV_VALUE, PREV_ID)
+_NOT_LINKED = frozenset((PAGE, *CURSOR_PARAMS))  # what a Link URL drops of the request's parameters
 PAGINATION_PARAMS = (PAGE, PAGE_SIZE, ORDER, SORT_BY, *CURSOR_PARAMS)
 
 MAX_PAGE = 10_000_000
@@ -295,23 +298,44 @@ class KeysetPagination(BasePagination):
         parsed (a saved view's tickets: its filters are not the request's)."""
         headers = {"X-Total-Results": str(count), "X-Total-Pages": str(self._total_pages(count))}
         links = []
+        base = None  # the URL both links share, built once
         if self.items and self.has_next:
-            links.append(f'<{self.cursor_url(request, "next", self.items[-1], link_params)}>; rel="next"')
+            base = self._link_base(request, link_params)
+            links.append(f'<{base}{self._cursor_params("next", self.items[-1])}>; rel="next"')
         if self.items and self.has_prev:
-            links.append(f'<{self.cursor_url(request, "prev", self.items[0], link_params)}>; rel="prev"')
+            base = base or self._link_base(request, link_params)
+            links.append(f'<{base}{self._cursor_params("prev", self.items[0])}>; rel="prev"')
         if links:
             headers["Link"] = ", ".join(links)
         return headers
 
     def cursor_url(self, request, direction: str, item, link_params: QueryDict | None = None) -> str:
         """This request's URL with the cursor of `item` (`next` or `prev`), without `page` and old cursors."""
+        return self._link_base(request, link_params) + self._cursor_params(direction, item)
+
+    # The URL as `request.build_absolute_uri(f"{request.path}?{params.urlencode()}")` of a copy of the
+    # parameters without page and cursors, then the cursor's two appended, spelled it: the absolute URL and
+    # the kept parameters encoded once for both links, not the QueryDict deep-copied and everything encoded
+    # and checked again per link. Measured (issue 34, 3x3,000 calls alternately, process CPU): a page's two
+    # links 52-53 us -> 15 us (~0.08 M instructions of a search's ~9 M).
+    # (The query part is quote_plus'd ASCII, which build_absolute_uri's iri_to_uri leaves as it is.)
+
+    def _link_base(self, request, link_params: QueryDict | None) -> str:
+        params = self.query_params if link_params is None else link_params
+        kept = "&".join(
+            f"{quote_plus(name)}={quote_plus(str(value))}"
+            for name, values in params.lists()
+            if name not in _NOT_LINKED
+            for value in values
+        )
+        return f"{request.build_absolute_uri(request.path)}?{kept}{'&' if kept else ''}"
+
+    def _cursor_params(self, direction: str, item) -> str:
         value, pk = self._key(item)
-        params = (self.query_params if link_params is None else link_params).copy()
-        for name in (PAGE, *CURSOR_PARAMS):
-            params.pop(name, None)
-        params[f"{direction}.value"] = cursor_text(value)
-        params[f"{direction}.ID"] = str(pk)
-        return request.build_absolute_uri(f"{request.path}?{params.urlencode()}")
+        return (
+            f"{quote_plus(f'{direction}.value')}={quote_plus(cursor_text(value))}"
+            f"&{quote_plus(f'{direction}.ID')}={quote_plus(str(pk))}"
+        )
 
     # --- internals -----------------------------------------------------------------------------------------
 
@@ -325,11 +349,13 @@ class KeysetPagination(BasePagination):
         for name in PAGINATION_PARAMS:
             if name in query_params and not query_params.get(name, "").strip():
                 raise _error(name, "This parameter may not be empty.")
-        form = _params_form(tuple(self.sort_fields), self.max_page_size)(query_params)
-        if not form.is_valid():
+        form_class = _params_form(tuple(self.sort_fields), self.max_page_size)
+        data = cleaned_without_form(form_class.base_fields, query_params)
+        if data is None:
+            form = form_class(query_params)
+            form.is_valid()
             name, messages = next(iter(form.errors.items()))
             raise ValidationError({name: list(messages)})
-        data = form.cleaned_data
         self.page_number = data[PAGE] or 1
         self.page_size = data[PAGE_SIZE] or self.default_page_size
         self.order = data[ORDER] or self.default_order

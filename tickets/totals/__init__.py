@@ -5,13 +5,15 @@ Entry points for writers and readers, and nothing else of this package is used o
   (helpdesk.transactions.unit_of_work) once it holds the tickets' row locks and before it changes them;
   `new=True` for tickets it is about to create; no IDs when it changes the license's tickets in ways it does
   not list (a purge): their totals are then counted again;
-- readers: `exact_count(queryset, license)`, the search's total (tickets.selectors), and `exact_counts(querysets,
-  license)`, several at once with one cache round trip for those cached (the saved views' counts).
+- readers: `exact_count(queryset, license, digest=None)`, the search's total (tickets.selectors), and
+  `exact_counts(querysets, license, digests=None)`, several at once with one cache round trip for those cached (the saved views' counts).
 tickets.apps connects the package at ready() (`wiring.connect`): the model signals that catch every change of
 tickets no write declared, and the search generation joined into the API's caller query.
 
-Reading (`reading.py`). A count is cached under the license, the license's *generation* and a digest of the
-filtered query's SQL (relative dates already resolved). The generation lives in PostgreSQL, not in the cache:
+Reading (`reading.py`). A count is cached under the license, the license's *generation* and a digest naming
+the filter set: the search's applied filter values (`TicketFilterSet.count_digest`: relative dates resolved,
+and what a filter reads besides its value; one digest, one SQL), else a digest of the filtered query's SQL.
+The search's SQL is then compiled only on a miss; a miss's count runs with `TICKET_COUNT_WORK_MEM` and no JIT. The generation lives in PostgreSQL, not in the cache:
 `SearchGeneration.value` (a row per license), raised by every transaction that changes the license's tickets,
 in that transaction. A miss counts with one statement that also reads the generation, so the count and the
 generation come from the same snapshot and the entry stored under generation G is the exact count at G (not

@@ -7,7 +7,7 @@ import time
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import connections
+from django.db import connections, transaction
 from django.db.models import F
 
 from helpdesk.replicas import read_alias
@@ -29,45 +29,60 @@ STEP_WAIT_RECENT_MS = 200
 MAX_STEPS = 50  # writes a reader's roll forward may walk through
 
 
-def exact_count(queryset, license) -> int:
+def exact_count(queryset, license, digest: str | None = None) -> int:
     """The exact count of `queryset` (tickets, or a team inbox's TicketTeam links) at the license's generation.
 
     `license` is the caller's License row as loaded for this request (its generation joined by the API's
     authentication, see `wiring.py`). One cache round trip when cached; an unreachable cache is a miss.
+    `digest` names the counted set in the cache (TicketFilterSet.count_digest: equal digests, equal SQL);
+    without it, a digest of the compiled SQL. With it, the SQL is compiled only on a miss.
     """
-    sql, params, digest = _prepared(queryset)
+    sql = params = None
+    if digest is None:
+        sql, params, digest = _prepared(queryset)
     wanted = _loaded_generation(license)
     found = cache.get(count_key(license.pk, wanted, digest))
     if found is not None:
         registry.keep_registered(license.pk, digest)
         return found
+    if sql is None:
+        sql, params = _sql(queryset)
     return _missed(license, sql, params, digest, wanted)
 
 
-def exact_counts(querysets, license) -> list[int]:
+def exact_counts(querysets, license, digests=None) -> list[int]:
     """`exact_count` of each queryset, those cached under the license's generation found in one cache round
     trip (a list of saved views: 20 filter sets, one GET_MANY instead of 20 GETs; on the loaded 2-core box a
-    round trip took 6-9 ms, bench/README.md "Views' counts"); each miss as `exact_count` counts it."""
-    prepared = [_prepared(queryset) for queryset in querysets]
+    round trip took 6-9 ms, bench/README.md "Views' counts"); each miss as `exact_count` counts it. `digests`
+    as `exact_count`'s, one per queryset (None: a digest of its SQL)."""
+    querysets = list(querysets)
+    digests = [
+        _prepared(queryset)[2] if digest is None else digest
+        for queryset, digest in zip(querysets, digests or [None] * len(querysets), strict=True)
+    ]
     wanted = _loaded_generation(license)
-    keys = [count_key(license.pk, wanted, digest) for _, _, digest in prepared]
+    keys = [count_key(license.pk, wanted, digest) for digest in digests]
     found = cache.get_many(keys) if keys else {}
     counts = []
-    for key, (sql, params, digest) in zip(keys, prepared, strict=True):
+    for key, queryset, digest in zip(keys, querysets, digests, strict=True):
         if found.get(key) is not None:
             registry.keep_registered(license.pk, digest)
             counts.append(found[key])
         else:
-            counts.append(_missed(license, sql, params, digest, wanted))
+            counts.append(_missed(license, *_sql(queryset), digest, wanted))
     return counts
 
 
 def _prepared(queryset) -> tuple[str, tuple, str]:
     """The counted query's SQL, its parameters and their digest (the cache key's part)."""
+    sql, params = _sql(queryset)
+    return sql, params, hashlib.sha1(f"{sql}|{params!r}".encode(), usedforsecurity=False).hexdigest()
+
+
+def _sql(queryset) -> tuple[str, tuple]:
     column = "pk" if queryset.model is Ticket else "ticket_id"
     # The rows' ticket IDs under one name, which the writes' re-test filters on (`registry.retest`).
-    sql, params = queryset.order_by().values(counted_ticket=F(column)).query.sql_with_params()
-    return sql, params, hashlib.sha1(f"{sql}|{params!r}".encode(), usedforsecurity=False).hexdigest()
+    return queryset.order_by().values(counted_ticket=F(column)).query.sql_with_params()
 
 
 def _missed(license, sql: str, params, digest: str, wanted: int) -> int:
@@ -109,9 +124,15 @@ def _count(license_id: int, digest: str, sql: str, params) -> int:
     started = time.perf_counter()
     # On a replica (inside a designated read) the generation comes from the same snapshot as the count, so the
     # entry is stored under the generation it is exact at, as on the primary.
-    with connections[read_alias()].cursor() as cursor:
+    alias = read_alias()
+    inside = connections[alias].in_atomic_block
+    # (no savepoint inside a longer transaction: it would only cost a statement)
+    with transaction.atomic(using=alias, savepoint=False), connections[alias].cursor() as cursor:
+        _raise_work_mem(cursor)
         cursor.execute(f"SELECT {GENERATION_SQL}, (SELECT COUNT(*) FROM ({sql}) s)", [license_id, *params])
         current, count = cursor.fetchone()
+        if inside:
+            _restore_work_mem(cursor)
     cache.set_many(
         {count_key(license_id, current, digest): count, latest_key(license_id, digest): (current, count)},
         COUNT_TTL_SECONDS,
@@ -120,6 +141,27 @@ def _count(license_id: int, digest: str, sql: str, params) -> int:
     if took >= settings.TICKET_COUNT_CARRY_MIN_MS:
         registry.register(license_id, digest, sql, params, took)
     return count
+
+
+def _raise_work_mem(cursor) -> None:
+    """`TICKET_COUNT_WORK_MEM` and no JIT for the count's statement only (PostgreSQL; `SET LOCAL`, in its
+    transaction).
+
+    A common word's matches (`query=payment`, 59,000 of the largest license's 300,000 tickets) do not fit the
+    default 4 MB of a bitmap: it goes lossy, and every row of every page it names is read and re-checked. At
+    64 MB the cold count reads 67k instead of 176k buffers. Its cost is reading the heap, which JIT does not
+    speed up: JIT only added 55-170 ms of compilation to it (bench/README.md, issue 34)."""
+    if cursor.db.vendor == "postgresql" and settings.TICKET_COUNT_WORK_MEM:
+        cursor.execute(
+            "SELECT set_config('work_mem', %s, true), set_config('jit', 'off', true)",
+            [settings.TICKET_COUNT_WORK_MEM],
+        )
+
+
+def _restore_work_mem(cursor) -> None:
+    """Inside a longer transaction (`SET LOCAL` would last to its end), the session's values again."""
+    if cursor.db.vendor == "postgresql" and settings.TICKET_COUNT_WORK_MEM:
+        cursor.execute("SET LOCAL work_mem TO DEFAULT; SET LOCAL jit TO DEFAULT")
 
 
 def _wait_for_count(license_id: int, digest: str, wanted: int, counting: str) -> int | None:
