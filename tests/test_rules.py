@@ -105,14 +105,12 @@ def test_a_foreign_or_unknown_id_is_a_400_naming_the_index_and_key(owner, outsid
     assert not Rule.objects.exists()
 
 
-def test_an_action_rules_do_not_run_yet_is_refused_by_name(owner):
+def test_the_macros_own_reply_is_refused_by_name(owner):
     response = _post(
-        owner, [CREATED], [{"type": "setPriority", "value": 10}, {"type": "notifyAgents", "value": "team"}]
+        owner, [CREATED], [{"type": "setPriority", "value": 10}, {"type": "reply", "value": {"text": "a"}}]
     )
     assert response.status_code == 400
-    assert response.json()["details"] == {
-        "actions": {"1": {"type": ["'notifyAgents' is not supported by rules yet."]}}
-    }
+    assert list(response.json()["details"]["actions"]["1"]) == ["type"]
     assert not Rule.objects.exists()
 
 

@@ -119,6 +119,6 @@ def macro_apply(*, macro: Macro, ticket: Ticket, agent: Agent | None = None) -> 
         .get(pk=ticket.pk)
     )
     changes = ticket_actions.plan(ticket=locked, actions=macro.actions, agent=agent)
-    if not changes:
-        return locked
-    return ticket_services.ticket_update(ticket=locked, author_agent=agent, **changes)
+    if changes:
+        locked = ticket_services.ticket_update(ticket=locked, author_agent=agent, **changes)
+    return ticket_actions.follow_up(ticket=locked, actions=macro.actions, by_agent=agent)

@@ -145,7 +145,8 @@ def fire(rule: Rule, ticket: Ticket, now, current: _Pass | None = None) -> bool:
                 locked = locked.get(pk=ticket.pk)
                 changes = ticket_actions.plan(ticket=locked, actions=rule.actions)
                 if changes:
-                    ticket_update(ticket=locked, **changes)
+                    locked = ticket_update(ticket=locked, **changes)
+                ticket_actions.follow_up(ticket=locked, actions=rule.actions)
         except DomainError as error:
             if current is not None:
                 del current.events[kept:]
@@ -194,4 +195,8 @@ def dry_run(*, rule: Rule, ticket: Ticket) -> dict:
         changes = ticket_actions.plan(ticket=ticket, actions=rule.actions)
     except DomainError as error:
         return {"fires": False, "reason": f"Skipped: {error.message}", "changes": {}}
-    return {"fires": True, "reason": "", "changes": _describe(changes)}
+    described = _describe(changes)
+    for action in rule.actions:
+        if action["type"] in ticket_actions.FOLLOW_UPS:
+            described[action["type"]] = action["value"]
+    return {"fires": True, "reason": "", "changes": described}
