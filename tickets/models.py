@@ -221,6 +221,10 @@ class Message(LicenseOwned):
     )
     # Already sanitized HTML (the e-mail channel's HTML part); the text above is what search reads.
     rich_text_html = models.TextField(blank=True, default="")
+    # Why no automatic answer may answer this message (a client's mail that is itself automatic: an auto-reply,
+    # a bulk or null-return-path mail, or one past the auto-reply storm limits; set by the inbound service), ""
+    # when one may: a rule's public message never answers it (tickets.rules.engine).
+    no_auto_reply = models.CharField(max_length=200, blank=True, default="")
     # [{"date", "status", "recipient"}] of the e-mail that carried it (tickets.services.message_delivery_record).
     delivery_status = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(default=timezone.now)

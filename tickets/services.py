@@ -102,6 +102,7 @@ def _add_message(
         text=data["text"],
         is_private=is_private,
         rich_text_html=data.get("richTextHtml") or "",
+        no_auto_reply=(data.get("noAutoReply") or "")[:200],  # the inbound service's, never an API client's
         author_type=author_type,
         author_agent=author_agent if author_type == "agent" else None,
         transaction=txn,

@@ -16,6 +16,11 @@ ticket), so `limitPerTicket` holds under retries and concurrent writes; it write
 read-only silo, a team's tag reminder) rolls back that rule's changes alone (a savepoint) and writes a `rule` event
 with `skipped`: the reason; the write itself succeeds. A skipped run counts towards `limitPerTicket` (so a broken
 rule does not add an event to every later write) but not towards `useCounter`.
+
+A rule never answers an automatic mail: when a client message of the pass is marked `no_auto_reply` (by the
+inbound service: an auto-reply, a bulk or null-return-path mail, past the storm limits), a public `sendMessage`
+is left out (the `rule` event's `messageSkipped` says why) and the rule's other actions apply; a rule with nothing
+else to do is skipped. Private notes are still written.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from helpdesk.errors import DomainError
 from helpdesk.transactions import before_commit, current_unit, unit_of_work
 from tickets import actions as ticket_actions
 from tickets.events import Author, History
-from tickets.models import Ticket
+from tickets.models import Message, Ticket
 from tickets.rules.conditions import Facts, holds, matches
 from tickets.rules.models import Rule, RuleFiring
 from tickets.services import ticket_update
@@ -115,11 +120,13 @@ def run_pass(ticket_id, rules: list[Rule], events: list, *, created: bool = Fals
     return fired
 
 
-def _record(ticket: Ticket, rule: Rule, skipped: str = "") -> None:
+def _record(ticket: Ticket, rule: Rule, skipped: str = "", message_skipped: str = "") -> None:
     history = History(ticket)
     payload = {"ruleID": str(rule.pk), "name": rule.name}
     if skipped:
         payload["skipped"] = skipped
+    if message_skipped:
+        payload["messageSkipped"] = message_skipped
     history.add("rule", SYSTEM_AUTHOR, payload=payload)
     history.save()
 
@@ -138,25 +145,50 @@ def fire(rule: Rule, ticket: Ticket, now, current: _Pass | None = None) -> bool:
     firing.last_fired_at = now
     firing.save(update_fields=["count", "last_fired_at"])
     kept = len(current.events) if current is not None else 0
+    actions, left_out = _answerable(rule.actions, current)
+    if left_out and not actions:
+        _record(ticket, rule, skipped=left_out)
+        return False
     with context.acting_as(context.SYSTEM):
         try:
             with unit_of_work():  # a savepoint: a rule that cannot apply rolls back alone
                 locked = Ticket.objects.select_for_update(no_key=True, of=("self",)).select_related("license")
                 locked = locked.get(pk=ticket.pk)
-                changes = ticket_actions.plan(ticket=locked, actions=rule.actions)
+                changes = ticket_actions.plan(ticket=locked, actions=actions)
                 if changes:
                     locked = ticket_update(ticket=locked, **changes)
-                ticket_actions.follow_up(ticket=locked, actions=rule.actions)
+                ticket_actions.follow_up(ticket=locked, actions=actions)
         except DomainError as error:
             if current is not None:
                 del current.events[kept:]
             _record(ticket, rule, skipped=error.message)
             return False
-        _record(ticket, rule)
+        _record(ticket, rule, message_skipped=left_out)
     # Not a change of the rule (no audit entry, no rules.update webhook): the engine's count of its firings.
     Rule.objects.filter(pk=rule.pk).update(use_counter=F("use_counter") + 1)
     rule.use_counter += 1
     return True
+
+
+def _answerable(actions: list[dict], current: _Pass | None) -> tuple[list[dict], str]:
+    """The actions without a public message when the pass's client message must not be answered automatically,
+    and why ("" when nothing is left out). One query, only for a rule that would answer."""
+    public = [a for a in actions if a["type"] == "sendMessage" and not a["value"].get("isPrivate")]
+    if not public or current is None:
+        return actions, ""
+    ids = [
+        e.message.pk
+        for e in current.events
+        if e.type == "message" and e.message is not None and e.message.author_type == "client"
+    ]
+    if not ids:
+        return actions, ""
+    why = Message.objects.filter(pk__in=ids).exclude(no_auto_reply="").values_list("no_auto_reply", flat=True)
+    why = why.first()
+    if not why:
+        return actions, ""
+    kept = [a for a in actions if a not in public]
+    return kept, f"A rule never answers an automatic message ({why})."
 
 
 # --- the test endpoint ---------------------------------------------------------------------------------------
