@@ -355,8 +355,10 @@ def test_a_writes_statements_do_not_grow_with_the_rules(owner, count):
     statements("pending")  # warm
     without = statements("open")
     _idle_rules(owner.license, count, tag)
-    # the rules' list, then the ticket and its tags read once for all of them
-    assert statements("pending") == without + 2
+    # the first write after a change of the rules reads them; the ticket and its tags, once for all of them
+    assert statements("pending") == without + 3
+    # later writes: the rules from the process's copy (the cache's version of them unchanged)
+    assert statements("open") == without + 2
 
 
 def test_a_rules_message_goes_to_the_requester_through_mail_out(owner):
@@ -445,3 +447,34 @@ def test_a_purged_tickets_firing_rows_go_with_it(owner):
     purge.purge_expired()
     assert not Ticket.objects.filter(pk=ticket.pk).exists()
     assert not RuleFiring.objects.exists()
+
+
+def test_a_write_that_no_rule_waits_for_reads_nothing_more(owner):
+    ticket = TicketFactory(license=owner.license)
+
+    def statements(status):
+        with CaptureQueriesContext(connection) as queries:
+            owner.client.patch(f"/v1/tickets/{ticket.pk}", {"status": status}, format="json")
+        return len(queries)
+
+    statements("pending")
+    without = statements("open")
+    for n in range(20):
+        _rule(owner.license, [{"type": "event", "op": "is", "value": "clientMessage"}], [], ordering=n)
+    statements("pending")
+    # the rules wait for a client's message: a status change evaluates none of them, reads no ticket
+    assert statements("open") == without
+
+
+def test_every_process_sees_a_rules_change_at_the_next_write(owner):
+    rule = _rule(owner.license, [{"type": "event", "op": "is", "value": "statusChanged"}], [])
+    ticket = TicketFactory(license=owner.license)
+    owner.client.patch(f"/v1/tickets/{ticket.pk}", {"status": "pending"}, format="json")
+    assert Rule.objects.get(pk=rule.pk).use_counter == 1
+    # when the rule is changed (here: deactivated through the API), the next write reads the rules again
+    owner.client.patch(f"/v1/rules/{rule.pk}", {"active": False, "limitPerTicket": 5}, format="json")
+    owner.client.patch(f"/v1/tickets/{ticket.pk}", {"status": "open"}, format="json")
+    assert Rule.objects.get(pk=rule.pk).use_counter == 1
+    owner.client.patch(f"/v1/rules/{rule.pk}", {"active": True}, format="json")
+    owner.client.patch(f"/v1/tickets/{ticket.pk}", {"status": "pending"}, format="json")
+    assert Rule.objects.get(pk=rule.pk).use_counter == 2
