@@ -60,7 +60,11 @@ def _license() -> tuple[License, Ticket, Tag]:
         license = LicenseFactory(company_name=COMPANY)
         TagFactory(license=license, name="vip")
         TicketFactory(license=license, subject="Order 1234")
-    return license, Ticket.objects.filter(license=license).first(), Tag.objects.filter(license=license).first()
+    return (
+        license,
+        Ticket.objects.filter(license=license).first(),
+        Tag.objects.filter(license=license).first(),
+    )
 
 
 def _set_rules(license: License, tag: Tag, count: int, kind: str) -> None:

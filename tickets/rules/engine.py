@@ -160,7 +160,9 @@ class _Pass:
     events: list
 
 
-def run_pass(ticket_id, rules: list[_Compiled], events: list, *, created: bool = False, now=None) -> list[Rule]:
+def run_pass(
+    ticket_id, rules: list[_Compiled], events: list, *, created: bool = False, now=None
+) -> list[Rule]:
     """Evaluate `rules` (in order) once each on the ticket with the write's `events`; returns those that fired."""
     state = _state()
     now = now or timezone.now()
