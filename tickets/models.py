@@ -66,6 +66,15 @@ class SearchGeneration(models.Model):
         return f"License {self.license_id}: generation {self.value}"
 
 
+_DUE_INDEXES = {
+    "updated_at": "ticket_due_updated",
+    "last_message_at": "ticket_due_lastmsg",
+    "status_changed_at": "ticket_due_status",
+    "last_client_message_at": "ticket_due_client",
+    "last_agent_message_at": "ticket_due_agent",
+}
+
+
 def _search_index(name: str, *fields: str) -> models.Index:
     return models.Index(fields=["license", "silo", "status", *fields, "id"], name=name)
 
@@ -155,6 +164,12 @@ class Ticket(LicenseOwned, Stamped):
                 name="ticket_lic_rated",
                 condition=models.Q(rated_at__isnull=False),
             ),
+            # the time rules' sweep (tickets/rules/sweep.py): a license's tickets whose time field passed a
+            # moment, in (field, id) order, one index range per rule and run (createdAt: ticket_lic_created)
+            *[
+                models.Index(fields=["license", field, "id"], name=name, condition=models.Q(silo="tickets"))
+                for field, name in _DUE_INDEXES.items()
+            ],
             # the auto-close's walk across licenses (tickets/auto_close.py): only solved tickets, small
             models.Index(
                 fields=["status_changed_at", "id"],
