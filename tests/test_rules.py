@@ -478,3 +478,11 @@ def test_every_process_sees_a_rules_change_at_the_next_write(owner):
     owner.client.patch(f"/v1/rules/{rule.pk}", {"active": True}, format="json")
     owner.client.patch(f"/v1/tickets/{ticket.pk}", {"status": "pending"}, format="json")
     assert Rule.objects.get(pk=rule.pk).use_counter == 2
+
+
+def test_every_time_field_has_an_index_that_finds_the_due_tickets_of_a_license():
+    # the sweep reads (license, field) ranges in (field, id) order: one index range per rule, never a scan
+    from tickets.rules.conditions import TIME_FIELDS
+
+    leading = {tuple(index.fields[:2]) for index in Ticket._meta.indexes}
+    assert all(("license", field) in leading for field in TIME_FIELDS.values())

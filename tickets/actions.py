@@ -414,6 +414,37 @@ def plan(*, ticket: Ticket, actions: list[dict], agent=None) -> dict:
     return steps.kwargs()
 
 
+def canned_files_transaction(*, ticket: Ticket, actions: list[dict]):
+    """The ID of a new attachment transaction holding copies of the files of the `reply` action's canned
+    response (None when it has none): the message carries them like an agent's uploaded files (copies, so that
+    the ticket's purge never deletes the canned response's own). The upload quotas apply to the copies."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from tickets.services import attachments_add, transaction_create
+
+    canned_id = next(
+        (a["value"].get("cannedResponseID") for a in actions if a["type"] == "reply"),
+        None,
+    )
+    if canned_id is None:
+        return None
+    links = CannedResponse.attachments.through.objects.filter(cannedresponse_id=canned_id)  # one statement
+    files = [
+        link.attachment for link in links.select_related("attachment").order_by("attachment__created_at")
+    ]
+    if not files:
+        return None
+    txn = transaction_create(license=ticket.license)
+    copies = []
+    for attachment in files:
+        with attachment.file.open("rb") as handle:
+            copies.append(
+                SimpleUploadedFile(attachment.name, handle.read(), content_type=attachment.content_type)
+            )
+    attachments_add(txn=txn, files=copies)
+    return txn.pk
+
+
 def follow_up(*, ticket: Ticket, actions: list[dict], by_agent=None) -> Ticket:
     """After the write of `plan()`'s changes, in its transaction: `autoassign`, then `notifyAgents` (the e-mail
     app notifies through `tickets.signals.agents_notified`). Returns the ticket as it is then."""

@@ -223,7 +223,7 @@ def fire(rule: Rule, ticket: Ticket, now, current: _Pass | None = None) -> bool:
                 locked = locked.get(pk=ticket.pk)
                 changes = ticket_actions.plan(ticket=locked, actions=actions)
                 if changes:
-                    locked = ticket_update(ticket=locked, **changes)
+                    locked = ticket_update(ticket=locked, automation=True, **changes)
                 ticket_actions.follow_up(ticket=locked, actions=actions)
         except DomainError as error:
             if current is not None:
