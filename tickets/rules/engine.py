@@ -91,6 +91,7 @@ def on_events_recorded(sender, *, ticket, events, created=False, **kwargs) -> No
 
 VERSION_KEY = "rules:version:{}"
 LOCAL_SECONDS = 300
+LOCAL_LICENSES = 1000
 _local: dict[int, tuple[str, float, list]] = {}
 
 
@@ -140,6 +141,8 @@ def event_rules(license_id: int) -> list[_Compiled]:
     )
     compiled = [_compile(rule) for rule in rules]
     if token is not None:
+        if len(_local) >= LOCAL_LICENSES:
+            _local.clear()  # a bound on the memory: the licenses still writing read theirs again
         _local[license_id] = (token, time.monotonic() + LOCAL_SECONDS, compiled)
     return compiled
 
