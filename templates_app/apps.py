@@ -14,6 +14,7 @@ class TemplatesAppConfig(AppConfig):
         from templates_app.reports import register_reports
         from templates_app.webhook_failing import on_webhook_failing
         from tickets.signals import (
+            agents_notified,
             message_created,
             rating_requested,
             ticket_assigned,
@@ -24,6 +25,7 @@ class TemplatesAppConfig(AppConfig):
         message_created.connect(ticket_mail.on_message_created, dispatch_uid="templates_app.ticket_mail")
         message_created.connect(notifications.on_message_created, dispatch_uid="templates_app.notifications")
         ticket_assigned.connect(notifications.on_ticket_assigned, dispatch_uid="templates_app.notifications")
+        agents_notified.connect(notifications.on_agents_notified, dispatch_uid="templates_app.notifications")
         rating_requested.connect(rating.on_rating_requested, dispatch_uid="templates_app.rating")
         tickets_purging.connect(
             ticket_mail.on_tickets_purging, dispatch_uid="templates_app.ticket_mail.purge"

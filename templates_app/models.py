@@ -152,7 +152,7 @@ class AgentNotification(LicenseOwned):
     NOTIFICATION_BATCH_SECONDS, listing every row pending then. `sent_at` is set by the digest that carried it;
     sent rows are kept a day (the last digest's time is the batching clock), then deleted."""
 
-    KIND_ASSIGNED, KIND_ACTIVITY = "assigned", "requesterActivity"
+    KIND_ASSIGNED, KIND_ACTIVITY, KIND_RULE = "assigned", "requesterActivity", "rule"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     agent = models.ForeignKey("accounts.Agent", on_delete=models.CASCADE, related_name="+", db_index=False)

@@ -106,6 +106,20 @@ def on_ticket_assigned(sender, *, ticket, team=None, agent=None, by_agent=None, 
     notify(ticket=ticket, agents=agents, kind=AgentNotification.KIND_ASSIGNED, exclude=by_agent)
 
 
+def on_agents_notified(sender, *, ticket, agents=None, by_agent=None, **kwargs) -> None:
+    """Receiver of tickets.signals.agents_notified (a rule's or a macro's `notifyAgents`): `agents`, or (None)
+    the agents of the team that answers the ticket; whatever the team's notify settings, which are about
+    assignments and requesters' messages (the rule is the owner's explicit ask), never an agent who turned
+    e-mail notifications off."""
+    from templates_app.ticket_mail import ticket_team
+
+    if ticket.silo != "tickets":
+        return
+    if agents is None:
+        agents = _team_agents(ticket_team(ticket))
+    notify(ticket=ticket, agents=agents, kind=AgentNotification.KIND_RULE, exclude=by_agent)
+
+
 def on_message_created(sender, *, message, ticket, created_ticket: bool = False, **kwargs) -> None:
     """Receiver of tickets.signals.message_created: a requester's message tells the assignee (else the team)."""
     from templates_app.ticket_mail import ticket_team
@@ -135,6 +149,8 @@ def _line(ticket, kinds: list[str]) -> str:
     if replies:
         who = ticket.requester_name or ticket.requester_email
         what.append(f"{replies} new message{'s' if replies > 1 else ''} from {who}")
+    if AgentNotification.KIND_RULE in kinds:
+        what.append("a rule asks for your attention")
     link = f"{settings.HELPDESK_APP_URL.rstrip('/')}/admin/tickets/ticket/{ticket.pk}/change/"
     return f"#{ticket.short_id} {ticket.subject}: {', '.join(what)}\n{link}"
 
@@ -144,6 +160,8 @@ def _subject(by_ticket: dict) -> str:
         ticket, kinds = next(iter(by_ticket.values()))
         if set(kinds) == {AgentNotification.KIND_ASSIGNED}:
             return f"[#{ticket.short_id}] Assigned to you: {ticket.subject}"
+        if set(kinds) == {AgentNotification.KIND_RULE}:
+            return f"[#{ticket.short_id}] For your attention: {ticket.subject}"
         return f"[#{ticket.short_id}] New activity: {ticket.subject}"
     return f"Updates on {len(by_ticket)} tickets"
 

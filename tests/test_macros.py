@@ -234,8 +234,8 @@ def test_a_macro_costs_no_more_sql_than_the_same_patch(owner, agent, team_setup)
     print(f"\nSQL statements: macro of 6 actions {len(by_macro)}, the same PATCH {len(by_patch)}")
     # Besides the PATCH's: the macro, the ticket's lock taken before the actions read (and the nested unit of
     # work's savepoint and release), the ticket's tags and followers, the canned response, the latest message
-    # (placeholders) and the agent's team membership.
-    assert len(by_macro) <= len(by_patch) + 9
+    # (placeholders), the agent's team membership and the canned response's files (none here).
+    assert len(by_macro) <= len(by_patch) + 10
 
 
 def _unchanged(ticket):
@@ -358,3 +358,44 @@ def test_a_private_macro_names_only_canned_responses_its_agent_sees(owner, agent
     }
     TeamMembership.objects.create(agent=agent.agent, team=theirs)
     assert agent.client.post("/v1/macros", {"name": "x", "actions": reply}, format="json").status_code == 201
+
+
+def test_a_canned_replys_files_go_with_it(owner, tmp_path, settings):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from templates_app.models import OutboundMessage
+    from tickets.canned_responses.models import CannedResponse
+    from tickets.models import Message
+
+    # given a canned response with a file, and a macro that replies with it
+    settings.MEDIA_ROOT = str(tmp_path)
+    txn = owner.client.post("/v1/transactions").json()["ID"]
+    upload = SimpleUploadedFile("terms.txt", b"our terms", content_type="text/plain")
+    owner.client.post(f"/v1/transactions/{txn}/attachments", {"attachments": [upload]})
+    canned = owner.client.post(
+        "/v1/cannedResponses", {"text": "See the terms.", "transactionID": txn}, format="json"
+    ).json()
+    macro = owner.client.post(
+        "/v1/macros",
+        {
+            "name": "terms",
+            "visibility": "shared",
+            "actions": [{"type": "reply", "value": {"cannedResponseID": canned["ID"]}}],
+        },
+        format="json",
+    ).json()
+    ticket = TicketFactory(license=owner.license, requester_email="ann@example.com")
+    # when it is applied
+    response = owner.client.post(f"/v1/tickets/{ticket.pk}/macros/{macro['ID']}")
+    assert response.status_code == 200, response.content
+    # then the reply carries a copy of the file, and the mail to the requester too
+    message = Message.objects.filter(ticket=ticket, text__startswith="See the terms").get()
+    [copy] = message.transaction.attachments.all()
+    assert (copy.name, copy.file.read()) == ("terms.txt", b"our terms")
+    [original] = CannedResponse.objects.get(pk=canned["ID"]).attachments.all()
+    assert copy.pk != original.pk and copy.file.name != original.file.name  # the ticket's purge keeps it
+    from templates_app.ticket_delivery import split_attachments
+
+    assert OutboundMessage.objects.filter(ticket_message_id=message.pk, to="ann@example.com").exists()
+    attached, _linked = split_attachments(message)  # what mail out attaches when it sends
+    assert [a.name for a in attached] == ["terms.txt"]

@@ -16,10 +16,15 @@ An action is `{"type": ..., "value": ...}`:
 | `moveToSilo`     | a silo (`tickets`, `archive`, `spam`, `trash`)                            |
 | `sendMessage`    | `{"text", "isPrivate"}`: a reply to the requester, or a private note      |
 | `reply`          | `{"text"}` or `{"cannedResponseID"}`, with `isPrivate`                    |
+| `autoassign`     | null: the ticket goes to an eligible agent of its team (tickets.autoassign) |
+| `notifyAgents`   | agent IDs, or `"assignee"` / `"team"`: an e-mail notification to them     |
 
 `validate()` refuses, at save, an unknown type, a malformed value and an ID that is not of the license (400
 naming `actions`, the action's index and its `type` or `value`), more than `MAX_ACTIONS` actions, and more
 than one message (a ticket write carries one). Texts take the templates' placeholders (an unknown one is a 400).
+
+`autoassign` and `notifyAgents` are not fields of the write: `follow_up()` does them after it, in its transaction
+(an agent already assigned keeps the ticket; an `assignAgent` null before `autoassign` hands it on).
 
 `plan()` turns the actions into the keyword arguments of `tickets.services.ticket_update` for one ticket, later
 actions over earlier ones (tags and followers as sets, custom fields key by key), so that the whole list is ONE
@@ -53,7 +58,11 @@ TYPES = (
     "setCustomField",
     "moveToSilo",
     *MESSAGE_TYPES,
+    "autoassign",
+    "notifyAgents",
 )
+FOLLOW_UPS = ("autoassign", "notifyAgents")
+NOTIFY_WHOM = ("assignee", "team")
 
 
 class _Bad(Exception):
@@ -114,6 +123,20 @@ def _id_or_null(model):
     return check
 
 
+def _null(license, value):
+    if value is not None:
+        raise _Bad("value", "Must be null.")
+    return None
+
+
+def _notify(license, value):
+    if isinstance(value, str):
+        if value not in NOTIFY_WHOM:
+            raise _Bad("value", f"Expected an array of agent IDs, or one of {', '.join(NOTIFY_WHOM)}.")
+        return value
+    return ids_of(Agent, "agent")(license, value)
+
+
 def _custom_field(license, value):
     if not isinstance(value, dict) or set(value) != {"apiKey", "value"}:
         raise _Bad("value", 'Expected an object {"apiKey", "value"}.')
@@ -164,6 +187,8 @@ _CHECKS = {
     "moveToSilo": _choice(SILOS),
     "sendMessage": _message(canned=False),
     "reply": _message(canned=True),
+    "autoassign": _null,
+    "notifyAgents": _notify,
 }
 
 
@@ -247,6 +272,8 @@ _VALUE_SCHEMAS = {
             _object(["cannedResponseID"], cannedResponseID=_UUID, isPrivate=_PRIVATE),
         ]
     },
+    "autoassign": {"type": "string", "nullable": True, "enum": [None]},
+    "notifyAgents": {"oneOf": [_IDS, {"type": "string", "enum": list(NOTIFY_WHOM)}]},
 }
 
 
@@ -327,7 +354,10 @@ class _Plan:
         elif type_ == "assignAgent":
             self.assignment["agent"] = value and _found(Agent, license_id, index, action, [value], "Agent")[0]
             self.agent_at = (index, action)
-        else:
+        elif type_ == "notifyAgents":
+            if isinstance(value, list):
+                _found(Agent, license_id, index, action, value, "Agent")
+        elif type_ != "autoassign":
             self.message = {"text": self._text(index, action), "isPrivate": value["isPrivate"]}
 
     def _text(self, index: int, action: dict) -> str:
@@ -382,3 +412,59 @@ def plan(*, ticket: Ticket, actions: list[dict], agent=None) -> dict:
         steps.add(index, action)
     steps.check_agent_in_team()
     return steps.kwargs()
+
+
+def canned_files_transaction(*, ticket: Ticket, actions: list[dict]):
+    """The ID of a new attachment transaction holding copies of the files of the `reply` action's canned
+    response (None when it has none): the message carries them like an agent's uploaded files (copies, so that
+    the ticket's purge never deletes the canned response's own). The upload quotas apply to the copies."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from tickets.services import attachments_add, transaction_create
+
+    canned_id = next(
+        (a["value"].get("cannedResponseID") for a in actions if a["type"] == "reply"),
+        None,
+    )
+    if canned_id is None:
+        return None
+    links = CannedResponse.attachments.through.objects.filter(cannedresponse_id=canned_id)  # one statement
+    files = [
+        link.attachment for link in links.select_related("attachment").order_by("attachment__created_at")
+    ]
+    if not files:
+        return None
+    txn = transaction_create(license=ticket.license)
+    copies = []
+    for attachment in files:
+        with attachment.file.open("rb") as handle:
+            copies.append(
+                SimpleUploadedFile(attachment.name, handle.read(), content_type=attachment.content_type)
+            )
+    attachments_add(txn=txn, files=copies)
+    return txn.pk
+
+
+def follow_up(*, ticket: Ticket, actions: list[dict], by_agent=None) -> Ticket:
+    """After the write of `plan()`'s changes, in its transaction: `autoassign`, then `notifyAgents` (the e-mail
+    app notifies through `tickets.signals.agents_notified`). Returns the ticket as it is then."""
+    from tickets.autoassign import autoassign
+    from tickets.events import History
+    from tickets.signals import agents_notified
+
+    types = {action["type"] for action in actions}
+    if "autoassign" in types and ticket.assignment_agent_id is None:
+        history = History(ticket)
+        if autoassign(ticket, history=history) is not None:
+            history.save()
+    for action in actions:
+        if action["type"] == "notifyAgents":
+            value = action["value"]
+            if value == "assignee":
+                agents = [ticket.assignment_agent] if ticket.assignment_agent_id else []
+            elif value == "team":
+                agents = None  # the e-mail app knows which team answers the ticket
+            else:
+                agents = list(Agent.objects.filter(license_id=ticket.license_id, pk__in=value))
+            agents_notified.send(sender=Ticket, ticket=ticket, agents=agents, by_agent=by_agent)
+    return ticket

@@ -30,10 +30,15 @@ class TicketsConfig(AppConfig):
 def _connect_rules():
     """Rules run in the transaction of every ticket write (its recorded events); their firing rows go with a
     purged ticket."""
+    from django.db.models.signals import post_delete, post_save
+
     from tickets.rules import engine, purge
+    from tickets.rules.models import Rule
     from tickets.signals import events_recorded, tickets_purging
 
     events_recorded.connect(engine.on_events_recorded, dispatch_uid="tickets.rules.events")
+    post_save.connect(engine.on_rule_saved, sender=Rule, dispatch_uid="tickets.rules.version.save")
+    post_delete.connect(engine.on_rule_saved, sender=Rule, dispatch_uid="tickets.rules.version.delete")
     tickets_purging.connect(purge.on_tickets_purging, dispatch_uid="tickets.rules.purge")
 
 

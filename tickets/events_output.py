@@ -61,6 +61,11 @@ class _RuleDoc(serializers.Serializer):
     skipped = serializers.CharField(
         required=False, help_text="Present when the rule's actions could not apply: why (nothing changed)."
     )
+    messageSkipped = serializers.CharField(
+        required=False,
+        help_text="Present when the rule's public message was left out (the client's message it would answer "
+        "is automatic: an auto-reply, a bounce, past the storm limits): why; its other actions applied.",
+    )
 
 
 class _SlaEventDoc(serializers.Serializer):

@@ -66,6 +66,15 @@ class SearchGeneration(models.Model):
         return f"License {self.license_id}: generation {self.value}"
 
 
+_DUE_INDEXES = {
+    "updated_at": "ticket_due_updated",
+    "last_message_at": "ticket_due_lastmsg",
+    "status_changed_at": "ticket_due_status",
+    "last_client_message_at": "ticket_due_client",
+    "last_agent_message_at": "ticket_due_agent",
+}
+
+
 def _search_index(name: str, *fields: str) -> models.Index:
     return models.Index(fields=["license", "silo", "status", *fields, "id"], name=name)
 
@@ -178,6 +187,12 @@ class Ticket(LicenseOwned, Stamped):
                 name="ticket_lic_sla_breached",
                 condition=models.Q(sla_breached=True),
             ),
+            # the time rules' sweep (tickets/rules/sweep.py): a license's tickets whose time field passed a
+            # moment, in (field, id) order, one index range per rule and run (createdAt: ticket_lic_created)
+            *[
+                models.Index(fields=["license", field, "id"], name=name, condition=models.Q(silo="tickets"))
+                for field, name in _DUE_INDEXES.items()
+            ],
             # the auto-close's walk across licenses (tickets/auto_close.py): only solved tickets, small
             models.Index(
                 fields=["status_changed_at", "id"],
@@ -244,6 +259,10 @@ class Message(LicenseOwned):
     )
     # Already sanitized HTML (the e-mail channel's HTML part); the text above is what search reads.
     rich_text_html = models.TextField(blank=True, default="")
+    # Why no automatic answer may answer this message (a client's mail that is itself automatic: an auto-reply,
+    # a bulk or null-return-path mail, or one past the auto-reply storm limits; set by the inbound service), ""
+    # when one may: a rule's public message never answers it (tickets.rules.engine).
+    no_auto_reply = models.CharField(max_length=200, blank=True, default="")
     # [{"date", "status", "recipient"}] of the e-mail that carried it (tickets.services.message_delivery_record).
     delivery_status = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(default=timezone.now)

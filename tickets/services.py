@@ -102,6 +102,7 @@ def _add_message(
         text=data["text"],
         is_private=is_private,
         rich_text_html=data.get("richTextHtml") or "",
+        no_auto_reply=(data.get("noAutoReply") or "")[:200],  # the inbound service's, never an API client's
         author_type=author_type,
         author_agent=author_agent if author_type == "agent" else None,
         transaction=txn,
@@ -276,12 +277,14 @@ def _new_ticket_teams(license: License, teams, assigned_team) -> list:
     return teams
 
 
-def _check_custom_fields(license: License, values, *, before: dict, teams, author_agent) -> dict:
+def _check_custom_fields(
+    license: License, values, *, before: dict, teams, author_agent, automation: bool = False
+) -> dict:
     """Step: the ticket's new `customFields` checked against the license's definitions (a 400 naming
     `customFields.<apiKey>`), deactivated fields' values kept (tickets.custom_fields.values)."""
     team_ids = {team.pk for team in teams}
     return custom_field_values.checked_values(
-        license, values, before=before, team_ids=team_ids, author_agent=author_agent
+        license, values, before=before, team_ids=team_ids, author_agent=author_agent, automation=automation
     )
 
 
@@ -331,12 +334,14 @@ def ticket_update(
     transaction_id=None,
     force: bool = False,
     expected_versions: frozenset[int] | None = None,
+    automation: bool = False,
     **fields,
 ) -> Ticket:
     """PATCH: fields, relations, silo moves and an optional reply. Read-only silos allow only `silo`.
 
     `force`: solve even when a team's `tagReminder` asks for a tag first. `expected_versions`: the versions
-    the writer read (If-Match, tickets.collisions); another one → 409 `ticket_changed`."""
+    the writer read (If-Match, tickets.collisions); another one → 409 `ticket_changed`. `automation`: a rule's
+    or a macro's write, which may set `readOnly` custom fields."""
     _check_updatable(fields)
     ticket = _lock_ticket(ticket)
     collisions.check(ticket, expected_versions)
@@ -350,6 +355,7 @@ def ticket_update(
             before=ticket.custom_fields,
             teams=_teams_after(ticket, teams, assignment),
             author_agent=author_agent,
+            automation=automation,
         )
     solving = fields.get("status") == "solved" and ticket.status != "solved"
     if solving and not force:

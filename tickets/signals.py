@@ -23,6 +23,11 @@ events_recorded = Signal()
 # agent who made the change, None for the system). The e-mail app notifies the assignee from it.
 ticket_assigned = Signal()
 
+# Sent by tickets.actions.follow_up (a rule's or a macro's `notifyAgents`) inside the write's transaction: `ticket`,
+# `agents` (the agents to tell; None: the team that answers the ticket), `by_agent` (who applied it, None for a
+# rule). The e-mail app notifies them as it does of an assignment (their settings honoured).
+agents_notified = Signal()
+
 # Sent by tickets.services inside the transaction that solves a ticket whose rating request was not sent yet
 # (`ratingRequeestSent` turned true in that same transaction): `ticket`; also when an agent asks now
 # (tickets.sub_resources.ticket_rating_request), with `asked_at`. The e-mail app sends the request.

@@ -147,8 +147,10 @@ def _store_files(license: License, files: list[parse.File], omitted: list[str]) 
     return txn.pk, note
 
 
-def _message_dict(mail: parse.ParsedMail, note: str = "") -> dict:
+def _message_dict(mail: parse.ParsedMail, note: str = "", no_auto_reply: str = "") -> dict:
     message = {"text": f"{mail.text}\n\n{note}" if note else mail.text, "isPrivate": False}
+    if no_auto_reply:
+        message["noAutoReply"] = no_auto_reply  # a rule never answers it (tickets.rules.engine)
     if mail.html:
         message["richTextHtml"] = mail.html
     return message
@@ -216,6 +218,7 @@ def _new_ticket(
     txn_id,
     note: str,
     custom_fields,
+    automatic: str,
 ) -> Ticket:
     people, dropped = _people(target, mail, requester)
     if dropped:
@@ -225,7 +228,7 @@ def _new_ticket(
         license=target.license,
         subject=mail.subject or "(no subject)",
         requester={"email": requester.email, "name": requester.name},
-        message=_message_dict(mail, note),
+        message=_message_dict(mail, note, automatic),
         author_type="client",
         teams=[team] if team else None,
         people_in_the_loop=people,
@@ -246,14 +249,14 @@ def _blocked_reply_kept(ticket: Ticket, author: str) -> Ticket | None:
     return ticket
 
 
-def _reply(ticket: Ticket, mail, txn_id, note: str, *, reopen: bool = True) -> Ticket:
+def _reply(ticket: Ticket, mail, txn_id, note: str, *, reopen: bool = True, automatic: str = "") -> Ticket:
     if ticket.silo in READ_ONLY_SILOS:
         # spam/trash: the contract moves it back; archive too, or the customer's reply could not be added
         ticket = ticket_services.ticket_update(ticket=ticket, silo="tickets")
     reopen = {"status": "open"} if reopen and ticket.status in ("solved", "closed") else {}
     return ticket_services.ticket_update(
         ticket=ticket,
-        message=_message_dict(mail, note),
+        message=_message_dict(mail, note, automatic),
         author_type="client",
         transaction_id=txn_id,
         **reopen,
@@ -304,15 +307,18 @@ def _handle(
     txn_id, note = _store_files(license, mail.files, mail.files_omitted)
     note = f"{text_note} {note}".strip() if ticket is not None and text_note else note
     inbound.note = inbound.note or note[1:-1] or mail.problem
+    # an automatic mail (an auto-reply...) is marked on its message: no rule answers it
+    automatic = storm.automatic_refusal(mail=mail, envelope_sender=envelope_sender)
+    reason = automatic
     if ticket is not None:
-        ticket = _reply(ticket, mail, txn_id, note, reopen=not blocked)
+        ticket = _reply(ticket, mail, txn_id, note, reopen=not blocked, automatic=automatic)
         inbound.kind = InboundMessage.KIND_REPLY
         kept = " kept, from a blocked sender" if blocked else ""
         inbound.note = inbound.note or f"reply to #{ticket.short_id} (by {how}){kept}"
     else:
         ticket = _new_ticket(
             inbound, target, mail, requester, spam=spam, team=team, txn_id=txn_id, note=note,
-            custom_fields=entrance.custom_fields,
+            custom_fields=entrance.custom_fields, automatic=automatic,
         )  # fmt: skip
         inbound.kind = InboundMessage.KIND_TICKET
         reason = storm.auto_reply_refusal(
@@ -327,6 +333,9 @@ def _handle(
         inbound.note = inbound.note or reason or ("spam" if spam else "")
     inbound.ticket = ticket
     inbound.ticket_message = _added_message(ticket)
+    if reason and not automatic and inbound.ticket_message is not None:
+        # past the storm limits (or spam, blocked): no rule answers it either; the rules run after this
+        Message.objects.filter(pk=inbound.ticket_message.pk).update(no_auto_reply=reason[:200])
     if inbound.auto_reply_allowed:
         ticket_mail.acknowledgement_queue(
             ticket=ticket, message=inbound.ticket_message, received_message_id=mail.message_id

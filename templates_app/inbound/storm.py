@@ -32,6 +32,13 @@ def _automatic(mail: parse.ParsedMail, envelope_sender: str | None) -> str:
     return ""
 
 
+def automatic_refusal(*, mail: parse.ParsedMail, envelope_sender: str | None) -> str:
+    """Why no automatic answer may answer `mail` by its own headers alone (an auto-reply, bulk mail, a null
+    return path), or "": the inbound service marks its ticket message with it, so that no rule answers it."""
+    automatic = _automatic(mail, envelope_sender)
+    return f"no auto-reply: {automatic}" if automatic else ""
+
+
 def _limit_reached(license: License, sender: str, now) -> str:
     """The first of the hourly limits that the acknowledgements already sent reach, or "".
 

@@ -119,6 +119,10 @@ def macro_apply(*, macro: Macro, ticket: Ticket, agent: Agent | None = None) -> 
         .get(pk=ticket.pk)
     )
     changes = ticket_actions.plan(ticket=locked, actions=macro.actions, agent=agent)
-    if not changes:
-        return locked
-    return ticket_services.ticket_update(ticket=locked, author_agent=agent, **changes)
+    if "message" in changes:  # a canned response's files go with its reply
+        changes["transaction_id"] = ticket_actions.canned_files_transaction(
+            ticket=locked, actions=macro.actions
+        )
+    if changes:
+        locked = ticket_services.ticket_update(ticket=locked, author_agent=agent, automation=True, **changes)
+    return ticket_actions.follow_up(ticket=locked, actions=macro.actions, by_agent=agent)

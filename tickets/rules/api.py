@@ -28,8 +28,8 @@ TRIGGERS_HELP = (
 )
 ACTIONS_HELP = (
     "Actions `{type, value}`: setStatus, setPriority, addTags, removeTags, addFollowers, assignTeam, assignAgent, "
-    "setCustomField `{apiKey, value}`, moveToSilo, sendMessage `{text, isPrivate}`. autoassign and notifyAgents "
-    "are refused (not supported by rules yet)."
+    "setCustomField `{apiKey, value}`, moveToSilo, sendMessage `{text, isPrivate}`, autoassign (null), "
+    "notifyAgents (agent IDs, or assignee / team)."
 )
 EXAMPLE = {
     "name": "VIP to Priority",

@@ -212,9 +212,14 @@ class Facts:
         return self.events[0].source_type if self.events else "system"
 
     def ids(self, name: str) -> set[str]:
-        return self._once(
-            name, lambda: {str(pk) for pk in getattr(self.ticket, name).values_list("pk", flat=True)}
-        )
+        found = self._cache.get(
+            name
+        )  # no closure per call: every rule's ID condition asks (bench/rules_cost.py)
+        if found is None:
+            found = self._cache[name] = {
+                str(pk) for pk in getattr(self.ticket, name).values_list("pk", flat=True)
+            }
+        return found
 
     def message_text(self) -> str:
         texts = [e.message.text for e in self.events if e.type == "message" and e.message is not None]
@@ -255,7 +260,7 @@ def holds(condition: dict, facts: Facts) -> bool:
         actual = getattr(ticket, type_)
         return _text(op, actual, value) if type_ == "language" else _compare(op, actual, value)
     if type_ in ("teamIDs", "tagIDs"):
-        found = bool(facts.ids("teams" if type_ == "teamIDs" else "tags") & set(value))
+        found = not facts.ids("teams" if type_ == "teamIDs" else "tags").isdisjoint(value)
         return found if op == "contains" else not found
     if type_ == "agentID":
         actual = str(ticket.assignment_agent_id) if ticket.assignment_agent_id else None

@@ -1,6 +1,5 @@
 """Writes of rules (owners manage them). Conditions are checked by tickets.rules.conditions, actions by
-tickets.actions (the macros' vocabulary, without `reply`); an action rules do not support yet is refused at save
-with a 400 naming it, never accepted and ignored. At most 500 rules per license (409)."""
+tickets.actions (the macros' vocabulary, without `reply`). At most 500 rules per license (409)."""
 
 from __future__ import annotations
 
@@ -15,19 +14,9 @@ from tickets.rules.models import Rule
 MAX_RULES = 500
 # The macros' actions a rule may run (`reply` is the macros' own: an agent's answer).
 ACTION_TYPES = tuple(t for t in ticket_actions.TYPES if t != "reply")
-# In the contract, not run by rules yet: refused by name.
-NOT_YET = ("autoassign", "notifyAgents")
 
 
 def _actions(license: License, actions) -> list[dict]:
-    if isinstance(actions, list):
-        for index, action in enumerate(actions):
-            if isinstance(action, dict) and action.get("type") in NOT_YET:
-                message = f"'{action['type']}' is not supported by rules yet."
-                raise Invalid(
-                    f"Invalid value for 'actions[{index}].type' ({action['type']}): {message}",
-                    details={"actions": {str(index): {"type": [message]}}},
-                )
     return ticket_actions.validate(license=license, actions=actions, types=ACTION_TYPES)
 
 
