@@ -21,6 +21,8 @@ _NOT_IN_THIS_LICENSE = re.compile(
     # Rules across fields, and on the names of an object's keys (the document's `propertyNames`), that OpenAPI
     # 3.0 cannot state or its tools ignore: a cursor's two halves, a client's private message, appearance keys.
     r"|^Required together with|^A client's message cannot be private|^Keys are letters, digits"
+    # a parameter one report of a shared path needs (`/v1/reports/{name}`: the status reports need `status`)
+    r"|^The status[A-Za-z0-9]* report needs a status"
     r"|^Unknown parameter\. Use 'customFields\.<apiKey>|^A request may carry a next cursor or a prev cursor"
     # a custom field's options go with its type (a dropdown's, and only a dropdown's)
     r"|^Only a dropdown field has options|^A dropdown field needs at least one option|^Options must be unique"

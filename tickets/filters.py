@@ -446,6 +446,10 @@ class TicketFilterSet(StrictFilterSet):
         )
         return links if len(team_ids) == 1 else links.values("ticket_id").distinct()
 
+    # What the documents carry, not which tickets are counted: a search with its events shares the total of the
+    # same search without them (as when the key was the counted SQL's digest).
+    NOT_COUNTED = frozenset({"eventsScope"})
+
     def count_digest(self) -> str | None:
         """What the total's cache key names this search by: a digest of the filter values it applied, or None
         (the caller then digests the counted SQL, as before).
@@ -462,7 +466,7 @@ class TicketFilterSet(StrictFilterSet):
         now = getattr(self, "_relative_dates_now", None)
         parts = [COUNT_KEY_VERSION]
         for name, value in data.items():
-            if value in EMPTY_VALUES:
+            if value in EMPTY_VALUES or name in self.NOT_COUNTED:
                 continue
             if isinstance(value, relative_dates.RelativeDate):
                 if now is None:  # not resolved by its filter: no moment to name
