@@ -105,10 +105,6 @@ class TeamSerializer(StampedOutputSerializer):
             "settings", "replyAddressID", "replyName", "templateID", "integrations",
         ]  # fmt: skip
 
-    def get_fields(self):
-        fields = super().get_fields()
-        return {name: fields[name] for name in self.Meta.fields}
-
 
 class TeamDocSerializer(serializers.Serializer):
     doc = TeamSerializer(source="*")
@@ -166,10 +162,6 @@ class AgentSerializer(StampedOutputSerializer):
             "roles", "teamIDs", "email", "name", "status", "avatar", "jobTitle", "flags", "settings",
             "autoassignment", "autoassignmentTeamIDs", "signature",
         ]  # fmt: skip
-
-    def get_fields(self):
-        fields = super().get_fields()
-        return {name: fields[name] for name in self.Meta.fields}
 
     def get_teamIDs(self, agent) -> list[str]:
         return sorted(str(team.pk) for team in agent.teams.all())

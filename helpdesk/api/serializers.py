@@ -60,3 +60,10 @@ class StampedOutputSerializer(serializers.Serializer):
     createdByType = serializers.CharField(source="created_by_type", read_only=True)
     updatedAt = TimestampField(source="updated_at", read_only=True)
     updatedBy = StampIDField(source="updated_by", read_only=True)
+
+    def get_fields(self):
+        """The document's keys in the order its `Meta.fields` lists them (the stamps among the resource's own),
+        then any it does not list."""
+        fields = super().get_fields()
+        order = getattr(getattr(self, "Meta", None), "fields", None) or ()
+        return {**{name: fields[name] for name in order if name in fields}, **fields}

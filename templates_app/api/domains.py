@@ -51,10 +51,6 @@ class EmailDomainSerializer(StampedOutputSerializer):
             "createdAt", "createdBy", "createdByType", "updatedAt", "updatedBy",
         ]  # fmt: skip
 
-    def get_fields(self):
-        fields = super().get_fields()
-        return {name: fields[name] for name in self.Meta.fields}
-
     @extend_schema_field(DnsSerializer)
     def get_dns(self, domain) -> dict:
         return domains.dns_document(domain)

@@ -53,10 +53,6 @@ class MailboxSerializer(StampedOutputSerializer):
     class Meta:
         fields = [*FIELDS, *STAMPS]
 
-    def get_fields(self):
-        fields = super().get_fields()
-        return {name: fields[name] for name in self.Meta.fields}
-
     @staticmethod
     def _state(mailbox) -> MailboxState:
         try:

@@ -21,10 +21,6 @@ class SenderSerializer(StampedOutputSerializer):
     class Meta:
         fields = FIELDS
 
-    def get_fields(self):
-        fields = super().get_fields()
-        return {name: fields[name] for name in self.Meta.fields}
-
 
 # What templates_app.senders.normalized takes, said for the document (printable ASCII, no space): an address or
 # `@domain`, a dotted domain without empty labels.

@@ -31,10 +31,6 @@ class TemplateSerializer(StampedOutputSerializer):
             "name", "content", "type", "attachments",
         ]  # fmt: skip
 
-    def get_fields(self):
-        fields = super().get_fields()
-        return {name: fields[name] for name in self.Meta.fields}
-
 
 _APPEARANCE_SCHEMA = {
     "type": "object",

@@ -246,10 +246,6 @@ class TagSerializer(StampedOutputSerializer):
             "updatedBy",
         ]
 
-    def get_fields(self):
-        fields = super().get_fields()
-        return {name: fields[name] for name in self.Meta.fields}
-
 
 class TransactionSerializer(serializers.Serializer):
     ID = serializers.UUIDField(source="pk", read_only=True)

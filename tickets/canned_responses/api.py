@@ -37,10 +37,6 @@ class CannedResponseSerializer(StampedOutputSerializer):
     class Meta:
         fields = [*FIELDS, *STAMPS]
 
-    def get_fields(self):
-        fields = super().get_fields()
-        return {name: fields[name] for name in self.Meta.fields}
-
 
 _shortcut = StrictCharField(max_length=50, validators=[RegexValidator(r"^\S+$", "A shortcut has no spaces.")])
 

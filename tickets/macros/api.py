@@ -63,10 +63,6 @@ class MacroSerializer(StampedOutputSerializer):
             "createdAt", "createdBy", "createdByType", "updatedAt", "updatedBy",
         ]  # fmt: skip
 
-    def get_fields(self):
-        fields = super().get_fields()
-        return {name: fields[name] for name in self.Meta.fields}
-
 
 class MacroUpdateSerializer(StrictSerializer):
     name = StrictCharField(max_length=200, required=False)

@@ -67,10 +67,6 @@ class RuleSerializer(StampedOutputSerializer):
             "updatedBy",
         ]  # fmt: skip
 
-    def get_fields(self):
-        fields = super().get_fields()
-        return {name: fields[name] for name in self.Meta.fields}
-
 
 @extend_schema_field(conditions.json_schema())
 class TriggersField(JSONArrayField):

@@ -100,10 +100,6 @@ class BusinessHoursSerializer(StampedOutputSerializer):
             "createdAt", "createdBy", "createdByType", "updatedAt", "updatedBy",
         ]  # fmt: skip
 
-    def get_fields(self):
-        fields = super().get_fields()
-        return {name: fields[name] for name in self.Meta.fields}
-
 
 class BusinessHoursUpdateSerializer(StrictSerializer):
     name = StrictCharField(max_length=200, required=False)
@@ -132,10 +128,6 @@ class SlaPolicySerializer(StampedOutputSerializer):
             "ID", "licenseID", "name", "ordering", "conditions", "targets", "businessHoursID",
             "createdAt", "createdBy", "createdByType", "updatedAt", "updatedBy",
         ]  # fmt: skip
-
-    def get_fields(self):
-        fields = super().get_fields()
-        return {name: fields[name] for name in self.Meta.fields}
 
 
 class SlaPolicyUpdateSerializer(StrictSerializer):
