@@ -81,18 +81,6 @@ class Migration(migrations.Migration):
             name='event_type',
             field=models.CharField(choices=[('tickets.create', 'tickets.create'), ('tickets.update', 'tickets.update'), ('tickets.statusChange', 'tickets.statusChange'), ('tickets.events.status', 'tickets.events.status'), ('tickets.events.priority', 'tickets.events.priority'), ('tickets.events.message', 'tickets.events.message'), ('tickets.events.tags', 'tickets.events.tags'), ('tickets.events.followers', 'tickets.events.followers'), ('tickets.events.assignment', 'tickets.events.assignment'), ('tickets.events.rule', 'tickets.events.rule'), ('tickets.events.sla', 'tickets.events.sla'), ('agents.create', 'agents.create'), ('agents.update', 'agents.update'), ('agents.delete', 'agents.delete'), ('teams.create', 'teams.create'), ('teams.update', 'teams.update'), ('teams.delete', 'teams.delete'), ('subscriptions.create', 'subscriptions.create'), ('subscriptions.update', 'subscriptions.update'), ('subscriptions.delete', 'subscriptions.delete')], max_length=40),
         ),
-        migrations.AddIndex(
-            model_name='ticket',
-            index=models.Index(condition=models.Q(('sla_due_at__isnull', False)), fields=['sla_due_at', 'id'], name='ticket_sla_due'),
-        ),
-        migrations.AddIndex(
-            model_name='ticket',
-            index=models.Index(condition=models.Q(('sla_due_at__isnull', False)), fields=['license', 'sla_due_at', 'id'], name='ticket_lic_sla_due'),
-        ),
-        migrations.AddIndex(
-            model_name='ticket',
-            index=models.Index(condition=models.Q(('sla_breached', True)), fields=['license', 'silo', 'status', 'id'], name='ticket_lic_sla_breached'),
-        ),
         migrations.AddField(
             model_name='businesshours',
             name='license',

@@ -2,8 +2,11 @@
 
 from django.db import migrations, models
 
+from helpdesk.migration_operations import AddIndexConcurrently
+
 
 class Migration(migrations.Migration):
+    atomic = False  # CONCURRENTLY on PostgreSQL
 
     dependencies = [
         ('accounts', '0008_search_generation'),
@@ -11,23 +14,23 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.AddIndex(
+        AddIndexConcurrently(
             model_name='ticket',
             index=models.Index(condition=models.Q(('silo', 'tickets')), fields=['license', 'updated_at', 'id'], name='ticket_due_updated'),
         ),
-        migrations.AddIndex(
+        AddIndexConcurrently(
             model_name='ticket',
             index=models.Index(condition=models.Q(('silo', 'tickets')), fields=['license', 'last_message_at', 'id'], name='ticket_due_lastmsg'),
         ),
-        migrations.AddIndex(
+        AddIndexConcurrently(
             model_name='ticket',
             index=models.Index(condition=models.Q(('silo', 'tickets')), fields=['license', 'status_changed_at', 'id'], name='ticket_due_status'),
         ),
-        migrations.AddIndex(
+        AddIndexConcurrently(
             model_name='ticket',
             index=models.Index(condition=models.Q(('silo', 'tickets')), fields=['license', 'last_client_message_at', 'id'], name='ticket_due_client'),
         ),
-        migrations.AddIndex(
+        AddIndexConcurrently(
             model_name='ticket',
             index=models.Index(condition=models.Q(('silo', 'tickets')), fields=['license', 'last_agent_message_at', 'id'], name='ticket_due_agent'),
         ),
