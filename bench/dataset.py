@@ -60,10 +60,11 @@ TICKET_COLUMNS = [
     "language", "status_changed_at", "last_message_at", "last_agent_message_at", "last_client_message_at",
     "search_text", "assignment_agent_id", "assignment_team_id", "parent_id",
 ]  # fmt: skip
+UNCOPIED_DEFAULTS = ["sla_breached"]  # issue 31's flag: false for every generated ticket
 COPIES = {
     "tickets": f"COPY bench_ticket_stage ({', '.join(TICKET_COLUMNS)}) FROM STDIN",
     "messages": "COPY tickets_message (id, license_id, ticket_id, text, is_private, author_type, author_agent_id, "
-    "created_at, rich_text_html, delivery_status) FROM STDIN",
+    "created_at, rich_text_html, delivery_status, no_auto_reply) FROM STDIN",
     "teams": "COPY tickets_ticket_teams (ticket_id, team_id, license_id, silo, status) FROM STDIN",
     "tags": "COPY tickets_ticket_tags (ticket_id, tag_id) FROM STDIN",
     "followers": "COPY tickets_ticket_followers (ticket_id, agent_id) FROM STDIN",
@@ -330,6 +331,9 @@ class Generator:
                 cursor.execute("SET session_replication_role = replica")  # no FK triggers during the load
                 cursor.execute("CREATE UNLOGGED TABLE IF NOT EXISTS bench_ticket_stage (LIKE tickets_ticket)")
                 cursor.execute("TRUNCATE bench_ticket_stage")
+                # Columns not in TICKET_COLUMNS that are NOT NULL with a model default (no database default).
+                for column in UNCOPIED_DEFAULTS:
+                    cursor.execute(f"ALTER TABLE bench_ticket_stage ALTER COLUMN {column} SET DEFAULT false")
                 for name, copy_sql in COPIES.items():
                     path = os.path.join(folder, name)
                     with (
@@ -395,6 +399,7 @@ class Generator:
                             _ts(at),
                             "",
                             "[]",
+                            "f",
                         ]
                     )  # fmt: skip
                 )
@@ -440,7 +445,7 @@ class Generator:
                 followers_file.write(_line([ticket_id, follower]))
 
     def _finish(self, indexes, worlds):
-        columns = ", ".join(TICKET_COLUMNS)
+        columns = ", ".join(TICKET_COLUMNS + UNCOPIED_DEFAULTS)
         steps = [
             ("tsvectors", f"INSERT INTO tickets_ticket ({columns}, search_vector) SELECT {columns}, {search_vector_sql()} FROM bench_ticket_stage"),
             ("drop stage", "DROP TABLE bench_ticket_stage"),
