@@ -58,29 +58,29 @@ def seed(n: int) -> License:
             INSERT INTO tickets_ticket (id, license_id, number, short_id, status, priority, silo, subject,
                 requester_email, requester_name, people_in_the_loop, assignment_team_id, assignment_agent_id,
                 custom_fields, rating_requeest_sent, rating_score, rating_comment, rated_at, language,
-                status_changed_at, last_message_at, search_text, created_at, created_by_type, updated_at)
+                status_changed_at, last_message_at, search_text, created_at, created_by_type, updated_at, sla_breached)
             SELECT gen_random_uuid(), %(lic)s, g, g::text,
                 (ARRAY['open','pending','solved','closed','solved'])[1 + g %% 5], 0, 'tickets', 'Bench ' || g,
                 'c' || g || '@example.com', '', '[]', ({team_ids})[1 + g %% 5], ({agent_ids})[1 + g %% 20],
                 '{{}}', false,
                 CASE WHEN g %% 10 < 3 THEN (ARRAY['good','bad','good'])[1 + g %% 3] ELSE '' END, '',
-                CASE WHEN g %% 10 < 3 THEN now() - (g * interval '31 seconds') + interval '5 hours' END,
-                'none', now() - (g * interval '31 seconds'), now() - (g * interval '31 seconds'), '',
-                now() - (g * interval '31 seconds'), 'system', now() - (g * interval '31 seconds')
+                CASE WHEN g %% 10 < 3 THEN now() - (g * interval '1 second' * %(step)s) + interval '5 hours' END,
+                'none', now() - (g * interval '1 second' * %(step)s), now() - (g * interval '1 second' * %(step)s), '',
+                now() - (g * interval '1 second' * %(step)s), 'system', now() - (g * interval '1 second' * %(step)s), false
             FROM generate_series(1, %(n)s) AS g
             """,
-            {"lic": license.pk, "n": n},
+            {"lic": license.pk, "n": n, "step": 31_000_000 // n},  # a year whatever n (1M: 31 s apart)
         )
         cursor.execute(
             f"""
             INSERT INTO tickets_ticketmetrics (ticket_id, license_id, source, first_client_message_at,
                 first_response_at, first_response_seconds, first_response_agent_id, first_response_team_id,
-                cycle_started_at)
+                cycle_started_at, silo, created_at)
             SELECT id, license_id, (ARRAY['email','api','email','admin'])[1 + number %% 4], created_at,
                 CASE WHEN number %% 10 < 7 THEN created_at + (number %% 7200) * interval '1 second' END,
                 CASE WHEN number %% 10 < 7 THEN (number %% 7200)::float END,
                 CASE WHEN number %% 10 < 7 THEN ({agent_ids})[1 + number %% 20] END,
-                CASE WHEN number %% 10 < 7 THEN ({team_ids})[1 + number %% 5] END, NULL
+                CASE WHEN number %% 10 < 7 THEN ({team_ids})[1 + number %% 5] END, NULL, silo, created_at
             FROM tickets_ticket WHERE license_id = %(lic)s
             """,
             {"lic": license.pk},
@@ -88,9 +88,9 @@ def seed(n: int) -> License:
         cursor.execute(
             """
             INSERT INTO tickets_ticketresolution (ticket_id, license_id, started_at, solved_at, seconds, agent_id,
-                team_id)
+                team_id, silo)
             SELECT id, license_id, created_at, created_at + (number %% 86400) * interval '1 second',
-                (number %% 86400)::float, assignment_agent_id, assignment_team_id
+                (number %% 86400)::float, assignment_agent_id, assignment_team_id, silo
             FROM tickets_ticket WHERE license_id = %(lic)s AND number %% 10 < 6
             """,
             {"lic": license.pk},
@@ -104,35 +104,50 @@ def seed(n: int) -> License:
     return license
 
 
-def time_reports(license: License, runs: int) -> None:
+def _timed(name: str, params: dict, lists: dict, license: License, runs: int) -> tuple[float, float]:
     from tickets.reports.api import report_document
+
+    data = QueryDict(mutable=True)
+    data.update(params)
+    for key, values in lists.items():
+        data.setlist(key, values)
+    report_document(name, data, license)  # warm
+    spent = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        report_document(name, data, license)
+        spent.append((time.perf_counter() - started) * 1000)
+    spent.sort()
+    return statistics.median(spent), spent[max(0, int(len(spent) * 0.95) - 1)]
+
+
+# Filtered reports: (report, filter) timed by --filtered
+FILTERED = [
+    ("newTickets", "teamIDs[]"), ("newTickets", "agentIDs[]"), ("newTickets24", "agentIDs[]"),
+    ("status", "agentIDs[]"), ("statusPerAgent", "agentIDs[]"), ("rating", "agentIDs[]"),
+    ("ratingPerAgent", "agentIDs[]"), ("responseTime", "agentIDs[]"), ("resolutionTime", "teamIDs[]"),
+]  # fmt: skip
+
+
+def time_reports(license: License, runs: int, names: list[str], filtered: bool) -> None:
     from tickets.reports.registry import REPORTS
 
     team = license.teams.order_by("pk").first()
-    print(f"{'report':28} {'30 days p50':>12} {'p95':>8} {'365 days p50':>13} {'p95':>8}   (ms)")
-    for name in sorted(REPORTS):
+    agent = license.agents.order_by("pk").first()
+    print(f"{'report':40} {'30 days p50':>12} {'p95':>8} {'365 days p50':>13} {'p95':>8}   (ms)")
+    cases = [(name, "") for name in sorted(REPORTS) if not names or name in names]
+    if filtered:
+        cases += [case for case in FILTERED if not names or case[0] in names]
+    for name, by in cases:
         cells = []
         for days in (30, 365):
             params = {"from": f"-{days - 1}D", "to": "+1D"}  # whole local days (D): the rollups
             if name.startswith("status"):
                 params["status"] = "open"
-            data = QueryDict(mutable=True)
-            data.update(params)
-            report_document(name, data, license)  # warm
-            spent = []
-            for _ in range(runs):
-                started = time.perf_counter()
-                report_document(name, data, license)
-                spent.append((time.perf_counter() - started) * 1000)
-            spent.sort()
-            cells += [statistics.median(spent), spent[max(0, int(len(spent) * 0.95) - 1)]]
-        print(f"{name:28} {cells[0]:12.1f} {cells[1]:8.1f} {cells[2]:13.1f} {cells[3]:8.1f}")
-    data = QueryDict(mutable=True)
-    data.update({"from": "-30d", "to": "+1d"})
-    data.setlist("teamIDs[]", [str(team.pk)])
-    started = time.perf_counter()
-    report_document("newTickets", data, license)
-    print(f"newTickets, 30 days, one team: {(time.perf_counter() - started) * 1000:.1f} ms")
+            lists = {by: [str(team.pk if by == "teamIDs[]" else agent.pk)]} if by else {}
+            cells += _timed(name, params, lists, license, runs)
+        label = f"{name} ({by[:-2]}: one)" if by else name
+        print(f"{label:40} {cells[0]:12.1f} {cells[1]:8.1f} {cells[2]:13.1f} {cells[3]:8.1f}", flush=True)
 
 
 class Writer(threading.Thread):
@@ -268,6 +283,9 @@ def main() -> None:
         "--instructions", type=int, default=0, help="instructions per write over N x 3 writes"
     )
     parser.add_argument("--write-for", type=float, default=0, help="only write (--writer/s) for N seconds")
+    parser.add_argument("--reports", default="", help="only these reports (comma-separated names)")
+    parser.add_argument("--filtered", action="store_true", help="also time reports with one team or agent")
+    parser.add_argument("--no-cost", action="store_true", help="skip the statements a write costs")
     parser.add_argument("--cost-loop", type=int, default=-1, help=argparse.SUPPRESS)
     parser.add_argument("--receiver", default="on", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -307,14 +325,15 @@ def main() -> None:
     if args.writer:
         writer = Writer(license, args.writer)
         writer.start()
-    time_reports(license, args.runs)
+    time_reports(license, args.runs, [n for n in args.reports.split(",") if n], args.filtered)
     if writer is not None:
         writer.stop.set()
         writer.join()
         spent = sorted(writer.spent)
         print(f"writer: {writer.done} writes, p50 {statistics.median(spent):.0f} ms, "
               f"p95 {spent[int(len(spent) * 0.95) - 1]:.0f} ms")  # fmt: skip
-    write_cost()
+    if not args.no_cost:
+        write_cost()
 
 
 if __name__ == "__main__":
