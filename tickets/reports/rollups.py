@@ -9,9 +9,10 @@ contribution before (from the copies on TicketMetrics) and after (from the ticke
 difference in one upsert, in the write's transaction. The purge subtracts what it deletes (`forget`); a deleted
 agent's or team's current-assignee rows move to "none" (`unassign`), as the tickets' SET_NULL does.
 
-Reading (`run`): a report without ticket filters, over a range that starts and ends on whole UTC hours, in a zone
-whose offset is whole hours over the range (its buckets are then whole UTC hours), sums the rows of its hours
-per bucket. Counts and averages are exact. Percentiles (median, p90) come from a histogram of quarter-octave
+Reading (`run`): a report without ticket filters (or with `agentIDs[]` alone where the metric's agent rows are
+the ticket's assignee now: `covers`), over a range that starts and ends on whole UTC hours, in a zone whose
+offset is whole hours over the range (its buckets are then whole UTC hours), sums the rows of its hours per
+bucket. Counts and averages are exact. Percentiles (median, p90) come from a histogram of quarter-octave
 buckets (bounds 2^(k/4) seconds), interpolated within a bucket: within 9% of the exact value; a range of at
 most EXACT_PERCENTILE_ROWS rows reads its rows instead and gives them exactly. Anything else: None, and the
 caller reads the rows (tickets.reports.selectors).
@@ -435,21 +436,19 @@ def _time_in_sql(rows) -> tuple[dict, dict]:
     values are `_values`' own (the same ranks and interpolation), PostgreSQL only."""
     grouped = rows.values("_key", "key").annotate(n=Sum("count"), s=Sum("seconds")).order_by()
     sql, params = grouped.values_list("_key", "key", "n", "s").query.sql_with_params()
-    # the ranks each fraction needs, floor((count - 1) * f) and the next, with one rank of slack either way (the
-    # float product here and Python's may round apart)
-    ranks = [f"floor((count - 1) * {fraction}::float8)" for fraction in _FRACTIONS]
+    # the ranks each fraction needs, int((count - 1) * f) and the next, in integers (tenths: 0.5 and 0.9) with one
+    # rank of slack either way for Python's float product
+    ranks = [f"(count - 1) * {round(fraction * 10)} / 10" for fraction in _FRACTIONS]
     near = " OR ".join(f"(seen <= {rank} + 2 AND seen + n > {rank} - 1)" for rank in ranks)
     statement = f"""
         WITH parts (bucket, part, n, s) AS ({sql}),
         ranked AS (
-            SELECT bucket, part::int AS part, n, s,
-                sum(n) OVER (PARTITION BY bucket ORDER BY part::int) - n AS seen,
-                sum(n) OVER (PARTITION BY bucket) AS count,
-                sum(s) OVER (PARTITION BY bucket) AS total
-            FROM parts WHERE n <> 0)
+            SELECT bucket, part, n, s, sum(n) OVER w - n AS seen, sum(n) OVER b AS count, sum(s) OVER b AS total
+            FROM (SELECT bucket, part::int AS part, n::int AS n, s FROM parts WHERE n <> 0) AS nonzero
+            WINDOW b AS (PARTITION BY bucket), w AS (b ORDER BY part))
         SELECT bucket, part, n, s, seen, count, total FROM ranked WHERE {near}
         UNION ALL
-        SELECT NULL, part::int, sum(n), sum(s), NULL, NULL, NULL FROM parts WHERE n <> 0 GROUP BY part::int"""
+        SELECT NULL, part::int, sum(n)::bigint, sum(s), NULL, NULL, NULL FROM parts WHERE n <> 0 GROUP BY part::int"""
     buckets: dict = {}
     histogram, count, total = [], 0, 0.0
     with connection.cursor() as cursor:
