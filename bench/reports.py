@@ -323,7 +323,9 @@ def main() -> None:
             f"rollups: {rollups.rebuild(license.pk)} rows in {time.perf_counter() - started:.0f} s",
             flush=True,
         )
-        with connection.cursor() as cursor:  # the visibility map and the statistics autovacuum would set later
+        with (
+            connection.cursor() as cursor
+        ):  # the visibility map and the statistics autovacuum would set later
             cursor.execute("VACUUM ANALYZE tickets_reportrollup")
     writer = None
     if args.writer:
