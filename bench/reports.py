@@ -1,8 +1,10 @@
 """Reports benchmark: the reports' own time (in process, the view's code without HTTP and authentication) on a
 license of N tickets with their metrics, and what the metrics cost a ticket write.
 
-    DATABASE_URL=postgres://postgres@127.0.0.1:5432/helpdesk_reports \\
-        .venv/bin/python bench/reports.py --tickets 1000000 --runs 20
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/helpdesk_reports DB_STATEMENT_TIMEOUT_MS=0 \\
+        .venv/bin/python bench/reports.py --tickets 1000000 --rebuild --runs 20 [--filtered] [--reports a,b]
+
+(the seed's statements outlast the default 30 s statement timeout at 1M tickets.)
 
 Seeds once (PostgreSQL: INSERT ... SELECT generate_series, a year of tickets spread evenly whatever --tickets,
 70% answered within 2 hours, 60% solved within a day, 30% rated, 5 teams and 20 agents; the seconds scattered
