@@ -8,8 +8,9 @@ license of N tickets with their metrics, and what the metrics cost a ticket writ
 
 Seeds once (PostgreSQL: INSERT ... SELECT generate_series, a year of tickets spread evenly whatever --tickets,
 70% answered within 2 hours, 60% solved within a day, 30% rated, 5 teams and 20 agents; the seconds scattered
-(number x 7919 mod the limit) so that every day holds responses and resolutions of every length), then prints p50/p95 (ms) of every report over the last 30 and 365
-days, and the statements one reply-and-solve write runs with and without the metrics' receiver.
+(number x 7919 mod the limit) so that every day holds responses and resolutions of every length), then prints
+p50/p95 (ms) of every report over the last 30 and 365 days, and the statements one reply-and-solve write runs
+with and without the metrics' receiver.
 """
 
 from __future__ import annotations
