@@ -431,9 +431,9 @@ def sql_percentiles() -> bool:
 def _time_in_sql(rows) -> tuple[dict, dict]:
     """({bucket key: time values}, the summary) of a time report's rollups, the percentiles of each bucket
     located in SQL: per bucket its rows, seconds and only the histogram buckets around the ranks its median and
-    p90 need (the rows before each found by a window's running sum), so Python reads ~3 rows per bucket instead
-    of ~50 (a year of days: 18,000 -> ~1,100); the summary's histogram is grouped in the same statement. The
-    values are `_values`' own (the same ranks and interpolation), PostgreSQL only."""
+    p90 need (the rows before each found by a window's running sum), so Python reads ~2 rows per bucket instead
+    of ~25-50 (a year of days, bench/README.md: 9,195 -> 770); the summary's histogram is grouped in the same
+    statement. The values are `_values`' own (the same ranks and interpolation), PostgreSQL only."""
     grouped = rows.values("_key", "key").annotate(n=Sum("count"), s=Sum("seconds")).order_by()
     sql, params = grouped.values_list("_key", "key", "n", "s").query.sql_with_params()
     # the ranks each fraction needs, int((count - 1) * f) and the next, in integers (tenths: 0.5 and 0.9) with one
