@@ -481,9 +481,9 @@ def assert_rollups_recount(license_id):
     assert rounded(rollups.stored(license_id)) == rounded(rollups.expected(license_id))
 
 
-def every_report(persona, monkeypatch, **params):
+def every_report(persona, monkeypatch, lists=None, **params):
     """{name: (from the rollups, from the rows)} of every tickets' report (the view's code, without HTTP: the
-    rate limit would stop this many requests)."""
+    rate limit would stop this many requests); `lists`: {"agentIDs[]": [...]}."""
     from django.http import QueryDict
 
     from tickets.reports import rollups
@@ -495,6 +495,8 @@ def every_report(persona, monkeypatch, **params):
             continue
         data = QueryDict(mutable=True)
         data.update({**params, **({"status": "open"} if name.startswith("status") else {})})
+        for key, values in (lists or {}).items():
+            data.setlist(key, values)
         with monkeypatch.context() as patched:
             patched.setattr(rollups, "covers", lambda report, query: False)
             from_rows = report_document(name, data, persona.license)
@@ -523,6 +525,96 @@ def test_every_report_from_the_rollups_equals_the_report_from_the_rows(owner, hi
             # then they are the same (percentiles: few rows, read from the rows; see the next test)
             assert rolled == rows, (name, zone, interval)
     assert_rollups_recount(owner.license.pk)
+
+
+def test_reports_of_some_agents_from_the_rollups_equal_the_reports_from_the_rows(owner, history, monkeypatch):
+    from tickets.reports import rollups
+
+    # given the history's tickets, rated and reassigned, and tickets of other statuses and assignees
+    x, y, team = history["x"], history["y"], history["team"]
+    a, b, c = history["tickets"]
+    with time_machine.travel(at("2026-03-03T10:00"), tick=False):
+        services.ticket_rate(ticket=a, score="good")
+        services.ticket_rate(ticket=c, score="bad")
+    update_at("2026-03-03T11:00", c, assignment={"agent": y, "team": team})
+    pending = ticket_at("2026-03-02T16:00", license=owner.license, assignment={"agent": x})
+    update_at("2026-03-02T16:10", pending, status="pending")  # through the services: the rollups follow
+    onhold = ticket_at("2026-03-03T07:00", license=owner.license, assignment={"agent": y})
+    update_at("2026-03-03T07:10", onhold, status="onhold")
+    ticket_at("2026-03-03T07:30", license=owner.license)  # nobody's
+    spam = ticket_at("2026-03-02T09:00", license=owner.license, assignment={"agent": x})
+    update_at("2026-03-02T09:05", spam, silo="spam")
+    wide = {"from": "2026-02-25", "to": "2026-03-10"}
+    ragged = {"from": "2026-03-02T08:30:00Z", "to": "2026-03-03T09:30:00Z"}
+    served = []
+    real_covers = rollups.covers
+    monkeypatch.setattr(
+        rollups, "covers", lambda report, query: served.append(report.name) or real_covers(report, query)
+    )
+    for agents, zone, range_, interval in itertools.product(
+        ([x], [y], [x, y]), ("UTC", "America/New_York"), (RANGE, wide, ragged), ("hour", "day", "week")
+    ):
+        # when every report of those agents is read from the rollups where they answer it, and from the rows
+        params = {**range_, "timezone": zone, "interval": interval}
+        lists = {"agentIDs[]": [str(agent.pk) for agent in agents]}
+        for name, (rolled, rows) in every_report(owner, monkeypatch, lists, **params).items():
+            # then they are the same
+            assert rolled == rows, (name, agents, zone, interval)
+    # and the assignee's reports came from the rollups; the responder's, the solver's and the teams' did not
+    query = _query(owner, {**wide, "agentIDs[]": [str(x.pk)]})
+    for name in ("newTickets", "newTickets24", "status", "status24", "statusPerAgent", "rating", "rating24",
+                 "ratingPerAgent"):  # fmt: skip
+        assert real_covers(REPORTS[name], _query(owner, {**wide, "agentIDs[]": [str(x.pk)]}, name)), name
+    for name in ("responseTime", "resolutionTime", "ratingPerTeam", "statusPerTeam", "ticketSources24"):
+        assert not real_covers(REPORTS[name], _query(owner, {**wide, "agentIDs[]": [str(x.pk)]}, name)), name
+    assert not real_covers(REPORTS["newTickets"], _query(owner, {**wide, "teamIDs[]": [str(team.pk)]}))
+    assert query.agent_ids and served
+
+
+def _query(persona, params, name="newTickets"):
+    from django.http import QueryDict
+
+    from tickets.reports.params import query_of
+
+    data = QueryDict(mutable=True)
+    for key, value in {**params, **({"status": "open"} if name.startswith("status") else {})}.items():
+        data.setlist(key, value if isinstance(value, list) else [value])
+    return query_of(REPORTS[name], data, persona.license)
+
+
+def test_percentiles_located_in_sql_equal_those_read_from_every_histogram_bucket(owner, history, monkeypatch):
+    from tickets.reports import rollups
+
+    # given first responses and resolutions of many lengths over two days, and every range above the exact limit
+    x = history["x"]
+    for i in range(24):
+        ticket = ticket_at(f"2026-03-02T{i:02d}:00", license=owner.license, assignment={"agent": x})
+        reply_at(f"2026-03-02T{i:02d}:{i * 2 + 1:02d}", ticket, x)
+        update_at(f"2026-03-03T{i:02d}:{i + 3:02d}", ticket, status="solved", force=True)
+    monkeypatch.setattr(rollups, "exact_limit", lambda: 0)
+    wide = {"from": "2026-02-25", "to": "2026-03-10"}
+    for zone, range_, interval in itertools.product(("UTC", "Europe/Warsaw"), (RANGE, wide), ("hour", "day")):
+        params = {**range_, "timezone": zone, "interval": interval}
+        names = [name for name in sorted(REPORTS) if name.startswith(("responseTime", "resolutionTime"))]
+        for name in names:
+            # when a time report's percentiles are located in SQL (PostgreSQL) and from every bucket in Python
+            from_sql = _document(owner, name, params)
+            with monkeypatch.context() as patched:
+                patched.setattr(rollups, "sql_percentiles", lambda: False)
+                from_python = _document(owner, name, params)
+            # then they are the same
+            assert from_sql == from_python, (name, zone, interval)
+            assert from_sql["summary"]["count"] > 3
+
+
+def _document(persona, name, params):
+    from django.http import QueryDict
+
+    from tickets.reports.api import report_document
+
+    data = QueryDict(mutable=True)
+    data.update(params)
+    return report_document(name, data, persona.license)
 
 
 def test_percentiles_over_many_rows_come_from_the_histogram_within_its_precision(owner, history, settings):
