@@ -44,10 +44,20 @@ def _connect_rules():
 
 def _connect_sla():
     """SLA clocks move in the transaction of every ticket write that records events (tickets.sla.apply)."""
+    from django.db.models.signals import post_delete, post_save
+
     from tickets.signals import events_recorded
     from tickets.sla import apply
+    from tickets.sla.models import BusinessHours, SlaPolicy
 
     events_recorded.connect(apply.on_events_recorded, dispatch_uid="tickets.sla.events")
+    for model in (SlaPolicy, BusinessHours):  # each process's copy of a license's policies is dropped
+        post_save.connect(
+            apply.policies_changed, sender=model, dispatch_uid=f"tickets.sla.version.save.{model}"
+        )
+        post_delete.connect(
+            apply.policies_changed, sender=model, dispatch_uid=f"tickets.sla.version.del.{model}"
+        )
 
 
 def _register_parts():

@@ -26,17 +26,14 @@ else to do is skipped. Private notes are still written.
 from __future__ import annotations
 
 import dataclasses
-import time
-import uuid
 
-from django.core.cache import cache
-from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
 from helpdesk import context
 from helpdesk.errors import DomainError
 from helpdesk.transactions import before_commit, current_unit, unit_of_work
+from helpdesk.versioned import VersionedCopies
 from tickets import actions as ticket_actions
 from tickets.events import Author, History
 from tickets.models import Message, Ticket
@@ -83,16 +80,9 @@ def on_events_recorded(sender, *, ticket, events, created=False, **kwargs) -> No
 # --- the license's event rules, read once per process and version of them ---------------------------------
 #
 # Reading and decoding a license's rules on every write cost ~40 us of CPU per rule (200 rules: ~8 ms a write,
-# bench/rules_cost.py). Each process keeps them, per license, with the version they were read at: a token in the
-# cache (Redis), dropped by every change of a rule (now and again after its commit, so that no process keeps
-# what it read before the commit under the new token) and drawn anew by the next reader BEFORE it reads the rows.
-# A write then costs one cache read instead of a query. Redis away: no token, the rows are read every time
-# (correct, slower). LOCAL_SECONDS bounds how long a process trusts its copy should a drop have been lost.
+# bench/rules_cost.py): each process keeps them per license and version (helpdesk.versioned).
 
-VERSION_KEY = "rules:version:{}"
-LOCAL_SECONDS = 300
-LOCAL_LICENSES = 1000
-_local: dict[int, tuple[str, float, list]] = {}
+_copies = VersionedCopies("rules")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,9 +101,7 @@ def _compile(rule: Rule) -> _Compiled:
 
 def rules_changed(license_id: int) -> None:
     """A rule of the license changed: every process reads them again (called by Rule's save and delete)."""
-    key = VERSION_KEY.format(license_id)
-    cache.delete(key)
-    transaction.on_commit(lambda: cache.delete(key))
+    _copies.changed(license_id)
 
 
 def on_rule_saved(sender, *, instance, **kwargs) -> None:
@@ -121,30 +109,16 @@ def on_rule_saved(sender, *, instance, **kwargs) -> None:
     rules_changed(instance.license_id)
 
 
-def _version(license_id: int) -> str | None:
-    key = VERSION_KEY.format(license_id)
-    token = cache.get(key)
-    if token is None:
-        cache.add(key, uuid.uuid4().hex, None)
-        token = cache.get(key)
-    return token
-
-
 def event_rules(license_id: int) -> list[_Compiled]:
     """The license's active event rules in `ordering`, compiled; from this process's copy when still current."""
-    token = _version(license_id)
-    held = _local.get(license_id)
-    if token is not None and held is not None and held[0] == token and time.monotonic() < held[1]:
-        return held[2]
-    rules = Rule.objects.filter(license_id=license_id, active=True, is_time_rule=False).order_by(
-        "ordering", "created_at", "id"
-    )
-    compiled = [_compile(rule) for rule in rules]
-    if token is not None:
-        if len(_local) >= LOCAL_LICENSES:
-            _local.clear()  # a bound on the memory: the licenses still writing read theirs again
-        _local[license_id] = (token, time.monotonic() + LOCAL_SECONDS, compiled)
-    return compiled
+
+    def load():
+        rules = Rule.objects.filter(license_id=license_id, active=True, is_time_rule=False).order_by(
+            "ordering", "created_at", "id"
+        )
+        return [_compile(rule) for rule in rules]
+
+    return _copies.get(license_id, load)
 
 
 def _run(ticket_id) -> None:
