@@ -41,6 +41,30 @@ def _commit_without_waiting_for_the_disk(sender, connection, **kwargs):
 connection_created.connect(_commit_without_waiting_for_the_disk)
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(request, django_test_environment, django_db_blocker, django_db_modify_db_settings):
+    """pytest-django's database setup, except that on PostgreSQL each worker's database is a copy of one migrated
+    template (tests/template_db.py) rather than migrated again, and is dropped at the end."""
+    from django.test.utils import setup_databases, teardown_databases
+    from pytest_django.fixtures import _get_databases_for_setup
+
+    from tests import template_db
+
+    verbosity = request.config.option.verbose
+    aliases, serialized_aliases = _get_databases_for_setup(request.session.items)
+    arguments = {"aliases": aliases, "serialized_aliases": serialized_aliases}
+    with django_db_blocker.unblock():
+        if settings.IS_POSTGRES:
+            name = template_db.prepare(setup_databases, verbosity)
+            setup_databases(verbosity=verbosity, interactive=False, keepdb=True, **arguments)
+            yield
+            template_db.drop(name)
+        else:
+            config = setup_databases(verbosity=verbosity, interactive=False, **arguments)
+            yield
+            teardown_databases(config, verbosity=verbosity)
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _no_dns_outside_the_machine():
     """DNS look-ups (e-mail domain verification, DKIM checks of received mail) never leave the machine: an
