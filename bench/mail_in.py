@@ -31,6 +31,7 @@ import email.policy
 import io
 import os
 import re
+import resource
 import smtplib
 import socket
 import statistics
@@ -183,7 +184,17 @@ def bench_in_process(mails):
     return seconds * len(mails) / count
 
 
-def bench_smtp(mails, concurrency, processes=0):
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # waited-for children and theirs (the listener's)
+    return usage.ru_utime + usage.ru_stime
+
+
+def bench_smtp(mails, concurrency, processes=0, *, idle_cpu=None):
+    """Seconds for `mails`; also prints the listener's CPU per mail (all its processes, less the CPU of a run
+    that receives no mail: its start-up and stop), which the box's load inflates less than wall time."""
+    if idle_cpu is None and mails:
+        idle_cpu = bench_smtp([], concurrency, processes, idle_cpu=0.0)
+    cpu_before = _children_cpu()
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -212,10 +223,17 @@ def bench_smtp(mails, concurrency, processes=0):
         started = time.perf_counter()
         with ThreadPoolExecutor(concurrency) as pool:
             list(pool.map(client, shares))
-        return time.perf_counter() - started
+        seconds = time.perf_counter() - started
     finally:
         server.terminate()
         server.wait(timeout=30)
+    cpu = _children_cpu() - cpu_before
+    if not mails:
+        return cpu
+    print(
+        f"  listener CPU per mail (its processes, start-up less): {(cpu - idle_cpu) * 1000 / len(mails):.1f} ms"
+    )
+    return seconds
 
 
 # --- instructions per mail (callgrind) ------------------------------------------------------------------------
