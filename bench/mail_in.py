@@ -14,7 +14,14 @@ Creates a fresh license (`--licenses N`: N licenses, the mails spread over them)
 and prints mails per second for each (every mail a new ticket with one message: the expensive case; a reply
 costs about the same). Each run also times a ticket search in the (first) license meanwhile (p95, ms), to show
 that search keeps answering. Runs with DEBUG=false unless DEBUG is set (as production does). Run by hand
-(not part of the tests); see bench/README.md for results.
+(not part of the tests); see bench/README.md for results. `--only smtp` runs the listener alone.
+
+`--instructions` counts instead the interpreter's instructions per mail under valgrind's callgrind, as
+bench/cpu.py --instructions does for requests: a fresh license, the same warm-up (`WARM_UP` mails), then N mails
+less 0, each through what the SMTP handler runs in its database thread (`smtp._in_thread(smtp._deliver, ...)`:
+inbound_message_receive with the connection checks around it). Every mail is a new ticket that gets its
+acknowledgement (a sender and domain of its own: no storm limit). It also prints the SQL statements of one such
+mail (`--sql`: each of them).
 """
 
 from __future__ import annotations
@@ -23,6 +30,8 @@ import argparse
 import email.policy
 import io
 import os
+import re
+import resource
 import smtplib
 import socket
 import statistics
@@ -69,9 +78,9 @@ WORDS = [
 ]
 
 
-def mail(number: int, run: str) -> bytes:
+def mail(number: int, run: str, sender: str = "") -> bytes:
     msg = EmailMessage()
-    msg["From"] = f"Customer {number} <customer{number % 50}@example.com>"
+    msg["From"] = f"Customer {number} <{sender or f'customer{number % 50}@example.com'}>"
     msg["To"] = "support@acme.example"
     msg["Subject"] = f"{run} request {number}: {WORDS[number % len(WORDS)]}"
     msg["Message-ID"] = make_msgid(domain="bench.example")
@@ -175,7 +184,17 @@ def bench_in_process(mails):
     return seconds * len(mails) / count
 
 
-def bench_smtp(mails, concurrency, processes=0):
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # waited-for children and theirs (the listener's)
+    return usage.ru_utime + usage.ru_stime
+
+
+def bench_smtp(mails, concurrency, processes=0, *, idle_cpu=None):
+    """Seconds for `mails`; also prints the listener's CPU per mail (all its processes, less the CPU of a run
+    that receives no mail: its start-up and stop), which the box's load inflates less than wall time."""
+    if idle_cpu is None and mails:
+        idle_cpu = bench_smtp([], concurrency, processes, idle_cpu=0.0)
+    cpu_before = _children_cpu()
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -204,10 +223,99 @@ def bench_smtp(mails, concurrency, processes=0):
         started = time.perf_counter()
         with ThreadPoolExecutor(concurrency) as pool:
             list(pool.map(client, shares))
-        return time.perf_counter() - started
+        seconds = time.perf_counter() - started
     finally:
         server.terminate()
         server.wait(timeout=30)
+    cpu = _children_cpu() - cpu_before
+    if not mails:
+        return cpu
+    print(
+        f"  listener CPU per mail (its processes, start-up less): {(cpu - idle_cpu) * 1000 / len(mails):.1f} ms"
+    )
+    return seconds
+
+
+# --- instructions per mail (callgrind) ------------------------------------------------------------------------
+
+WARM_UP = 5  # mails before any is counted: imports, caches, the license's first mail (marks its inbox used)
+
+
+def _instruction_mails(first: int, count: int) -> list[bytes]:
+    # a sender and a domain of its own per mail: every one gets its acknowledgement (no storm limit applies)
+    tag = f"{os.getpid()}-{time.time_ns()}"
+    return [mail(n, tag, sender=f"customer{n}@c{n}-{tag}.example.com") for n in range(first, first + count)]
+
+
+def _deliver_all(address: str, raws) -> None:
+    from templates_app.inbound import smtp
+
+    for raw in raws:
+        reply = smtp._in_thread(smtp._deliver, raw, [address], "bounces@example.com")
+        assert reply == smtp.OK, reply
+
+
+def _count_only(count: int) -> None:
+    """Under callgrind: a fresh license, the warm-up, then `count` mails (built before they are counted)."""
+    from cpu import _await_instrumentation
+
+    license = account_services.license_create(owner_email=f"bench-mail-{time.time_ns()}@example.com")
+    address = license_address(license.pk)
+    _deliver_all(address, _instruction_mails(0, WARM_UP))
+    raws = _instruction_mails(WARM_UP, count)
+    _await_instrumentation()
+    _deliver_all(address, raws)
+
+
+def _statements_of_one_mail(show: bool) -> int:
+    license = account_services.license_create(owner_email=f"bench-mail-{time.time_ns()}@example.com")
+    address = license_address(license.pk)
+    _deliver_all(address, _instruction_mails(0, WARM_UP))
+    raws = _instruction_mails(WARM_UP, 1)
+    with CaptureQueriesContext(connection) as queries:
+        _deliver_all(address, raws)
+    if show:
+        for query in queries.captured_queries:
+            print("   ", query["sql"][:300])
+    return len(queries.captured_queries)
+
+
+def _callgrind(count: int) -> int:
+    """The instructions of `count` mails (bench/cpu.py's _callgrind: started uninstrumented, switched on after the
+    warm-up with `callgrind_control -i on`)."""
+    ready = f"/tmp/bench-mail-in-{os.getpid()}-ready"
+    command = [
+        "valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", "--instr-atstart=no",
+        sys.executable, os.path.abspath(__file__), "--count-only", f"mail:{count}",
+    ]  # fmt: skip
+    env = {**os.environ, "PYTHONHASHSEED": "0", "BENCH_CALLGRIND_READY": ready}
+    with subprocess.Popen(
+        command, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env
+    ) as run:
+        while not os.path.exists(ready) and run.poll() is None:
+            time.sleep(0.2)
+        if run.poll() is None:
+            subprocess.run(["callgrind_control", "-i", "on", str(run.pid)], capture_output=True, check=True)
+            open(ready + ".go", "w").close()
+        stderr = run.communicate()[1]
+    for path in (ready, ready + ".go"):
+        if os.path.exists(path):
+            os.remove(path)
+    found = re.search(r"Collected : (\d+)", stderr)
+    if run.returncode or not found:
+        raise SystemExit(f"callgrind failed:\n{stderr[-2000:]}")
+    return int(found.group(1))
+
+
+def count_instructions(args) -> None:
+    counted = _callgrind
+
+    statements = _statements_of_one_mail(args.sql)
+    base = counted(0)
+    spent = (counted(args.mails) - base) / args.mails
+    print(
+        f"mail in, new ticket with its acknowledgement: {spent / 1e6:.2f} M instructions, {statements} statements"
+    )
 
 
 def main():
@@ -219,7 +327,15 @@ def main():
     parser.add_argument(
         "--licenses", type=int, default=1, help="spread the mails over this many licenses (default 1)"
     )
+    parser.add_argument("--instructions", action="store_true", help="instructions per mail, under callgrind")
+    parser.add_argument("--sql", action="store_true", help="with --instructions: print one mail's statements")
+    parser.add_argument("--only", choices=["pipe", "handle", "smtp"], help="run one entrance only")
+    parser.add_argument("--count-only", help=argparse.SUPPRESS)  # mail:N, the run under callgrind
     args = parser.parse_args()
+    if args.count_only:
+        return _count_only(int(args.count_only.rpartition(":")[2]))
+    if args.instructions:
+        return count_instructions(args)
     licenses = [
         account_services.license_create(owner_email=f"bench-mail-{time.time_ns()}-{n}@example.com")
         for n in range(args.licenses)
@@ -237,6 +353,10 @@ def main():
         ("smtp_inbound (SMTP)", args.mails, lambda m: bench_smtp(m, args.concurrency, args.processes)),
     ]  # fmt: skip
     for name, count, run in runs:
+        if args.only and not name.startswith(
+            {"pipe": "receive_mail, a", "handle": "receive_mail, h"}.get(args.only, "smtp")
+        ):
+            continue
         mails = [(addresses[n % len(addresses)], mail(n, name.split()[0])) for n in range(count)]
         with SearchProbe(license.pk) as probe:
             seconds = run(mails)

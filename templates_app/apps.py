@@ -40,6 +40,7 @@ class TemplatesAppConfig(AppConfig):
         webhook_failing.connect(on_webhook_failing, dispatch_uid="templates_app.webhook_failing")
         _register_audited()
         _register_sender_lists()
+        _register_license_copies()
         _register_placeholders()
         register_reports()  # failedEmails, among tickets' reports
 
@@ -75,6 +76,21 @@ def _register_sender_lists():
     from tickets import sender_lists
 
     sender_lists.register(is_blocked)
+
+
+def _register_license_copies():
+    """The inbound service's copies of a license (templates_app.inbound.selectors): dropped by any change."""
+    from django.db.models.signals import post_delete, post_save
+
+    from accounts.models import License, Team
+    from templates_app.inbound.selectors import license_changed
+    from templates_app.models import Template
+
+    for model in (License, Team, Template):
+        for signal in (post_save, post_delete):
+            signal.connect(
+                license_changed, sender=model, dispatch_uid=f"templates_app.inbound.license.{model.__name__}"
+            )
 
 
 def _register_placeholders():

@@ -37,13 +37,13 @@ from templates_app import senders, ticket_mail
 from templates_app.addresses import parse_inbound_address
 from templates_app.inbound import authenticity, parse, storm
 from templates_app.inbound.selectors import (
+    Lookups,
     Target,
     candidates,
     find_ticket,
-    is_blocked,
     is_our_message_id,
-    is_trusted,
     license_for,
+    lookups,
     on_ticket,
     outbound_by_message_ids,
     team_of,
@@ -104,6 +104,21 @@ def _requester(mail: parse.ParsedMail) -> parse.Address | None:
     ):
         return foreign[0]
     return mail.sender
+
+
+@dataclasses.dataclass(frozen=True)
+class _Who:
+    sender: str  # who wrote: From (the envelope sender when there is none), as stored
+    requester: parse.Address | None  # whom a new ticket is of; None: no sender address at all
+
+
+def _who(mail: parse.ParsedMail, envelope_sender: str | None) -> _Who:
+    sender, requester = (mail.sender.email[:254] if mail.sender else ""), _requester(mail)
+    if requester is None and envelope_sender and "@" in envelope_sender and len(envelope_sender) <= 254:
+        # no From header (a bare script's mail): the envelope sender is who wrote
+        requester = parse.Address(envelope_sender.lower())
+        sender = requester.email
+    return _Who(sender, requester)
 
 
 def _mark_inbox_used(license: License) -> None:
@@ -264,30 +279,24 @@ def _reply(ticket: Ticket, mail, txn_id, note: str, *, reopen: bool = True, auto
 
 
 def _handle(
-    inbound: InboundMessage, target: Target, mail: parse.ParsedMail, raw: bytes, envelope_sender, entrance
-) -> None:
+    inbound: InboundMessage, target: Target, mail: parse.ParsedMail, raw: bytes, envelope_sender, entrance,
+    who: _Who, found: Lookups,
+) -> None:  # fmt: skip
     license, sender = target.license, inbound.sender
     if mail.bounce is not None:
         _record_bounce(inbound, mail)
         return
-    if (
-        parse_inbound_address(sender) is not None
-        or is_our_message_id(mail.message_id)
-        or outbound_by_message_ids(license, [mail.message_id])
-    ):
+    if parse_inbound_address(sender) is not None or is_our_message_id(mail.message_id) or found.ours:
         inbound.kind, inbound.note = InboundMessage.KIND_LOOP, "our own mail came back: dropped"
         return
-    requester = _requester(mail)
-    if requester is None and envelope_sender and "@" in envelope_sender and len(envelope_sender) <= 254:
-        # no From header (a bare script's mail): the envelope sender is who wrote
-        requester = parse.Address(envelope_sender.lower())
-        inbound.sender = sender = requester.email
+    requester, inbound.sender = who.requester, who.sender
+    sender = who.sender
     if requester is None:
         inbound.kind, inbound.note = InboundMessage.KIND_LOOP, "no sender address: dropped"
         return
-    blocked = is_blocked(license, sender, requester.email)
+    blocked = found.blocked
     # trusted by From alone (a Reply-To is anyone's to write); a block of the same sender still wins
-    flagged = mail.spam_flag and not is_trusted(license, sender)
+    flagged = mail.spam_flag and not found.trusted
     spam = blocked or flagged
     # who wrote is From: a foreign Reply-To names whom to answer, never who may write into a ticket (else
     # anyone could post, and reopen, as the requester by naming her in Reply-To)
@@ -342,7 +351,9 @@ def _handle(
         )
 
 
-def _store(target: Target, raw: bytes, mail: parse.ParsedMail, envelope_sender, entrance: Entrance) -> Result:
+def _store(
+    target: Target, raw: bytes, mail: parse.ParsedMail, envelope_sender, entrance: Entrance, who: _Who, found
+) -> Result:
     sender = mail.sender.email if mail.sender else ""
     inbound = InboundMessage(
         license=target.license,
@@ -356,7 +367,7 @@ def _store(target: Target, raw: bytes, mail: parse.ParsedMail, envelope_sender, 
     with unit_of_work():
         with acting_as(Actor(type=EMAIL_MESSAGE, email=sender, source=entrance.source)):
             _mark_inbox_used(target.license)  # before any ticket is locked (docs/architecture.md, locks)
-            _handle(inbound, target, mail, raw, envelope_sender, entrance)
+            _handle(inbound, target, mail, raw, envelope_sender, entrance, who, found)
         inbound.raw.save(f"{inbound.pk}.eml", ContentFile(raw), save=False)
         inbound.note = inbound.note[:300]
         # inserted last, complete, in one statement: a concurrent delivery of the same message fails here on
@@ -401,10 +412,19 @@ def inbound_message_receive(
             mail.message_id,
         )
         raise UnknownRecipient("No such recipient: no help desk receives mail at this address.")
-    existing = InboundMessage.objects.filter(license=target.license, message_id=mail.message_id).first()
+    who = _who(mail, envelope_sender)
+    found = lookups(
+        target.license,
+        message_id=mail.message_id,
+        senders=[who.sender, who.requester.email] if who.requester else [who.sender],
+        trusted_sender=who.sender,
+    )
+    existing = None
+    if found.duplicate:
+        existing = InboundMessage.objects.filter(license=target.license, message_id=mail.message_id).first()
     if existing is None:
         try:
-            return _store(target, raw, mail, envelope_sender, entrance)
+            return _store(target, raw, mail, envelope_sender, entrance, who, found)
         except IntegrityError:
             existing = InboundMessage.objects.filter(
                 license=target.license, message_id=mail.message_id

@@ -33,8 +33,8 @@ from aiosmtpd.smtp import SMTP
 from django.conf import settings
 from django.db import close_old_connections, connections
 
-from accounts.models import License
 from templates_app.addresses import parse_inbound_address
+from templates_app.inbound.selectors import license_copy
 from templates_app.inbound.services import MessageTooLarge, UnknownRecipient, inbound_message_receive
 
 logger = logging.getLogger("helpdesk.inbound")
@@ -55,7 +55,7 @@ def _in_thread(function, *args):
 
 def _license_of(address: str) -> int | None:
     inbound = parse_inbound_address(address)
-    if inbound is None or not License.objects.filter(pk=inbound.license_id).exists():
+    if inbound is None or license_copy(inbound.license_id) is None:  # the copy DATA then uses: no statement
         return None
     return inbound.license_id
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.conf import settings
-from django.db.models import Count, Q
+from django.db import connection
 
 from accounts.models import License
 from templates_app.inbound import parse
@@ -46,19 +46,26 @@ def _limit_reached(license: License, sender: str, now) -> str:
     license limit of rows are acknowledged ones). Exact under concurrency: it runs after ticket_create, which
     holds the license's ticket-number row lock until commit, so two new tickets of one license are decided
     one after the other, each seeing the other's committed row (READ COMMITTED: a fresh snapshot per
-    statement)."""
+    statement).
+
+    Written as SQL: the ORM's aggregate with three filtered counts cost 2.9 M interpreter instructions per mail
+    to compile (bench/mail_in.py --instructions, 36.2 M -> 33.3 M). The domain's LIKE pattern and the time are
+    prepared by the backend's operations as the ORM's `endswith` and `gte` prepare them."""
     domain = sender.rpartition("@")[2]
-    counts = InboundMessage.objects.filter(
-        license=license, auto_reply_allowed=True, created_at__gte=now - timedelta(hours=1)
-    ).aggregate(
-        to_sender=Count("pk", filter=Q(sender=sender)),
-        to_domain=Count("pk", filter=Q(sender__endswith="@" + domain)),
-        in_license=Count("pk"),
-    )
+    pattern, since = "%@" + connection.ops.prep_for_like_query(domain), now - timedelta(hours=1)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT COALESCE(SUM(CASE WHEN sender = %s THEN 1 ELSE 0 END), 0),"
+            " COALESCE(SUM(CASE WHEN sender LIKE %s ESCAPE '\\' THEN 1 ELSE 0 END), 0), COUNT(*)"
+            f" FROM {InboundMessage._meta.db_table}"
+            " WHERE license_id = %s AND auto_reply_allowed AND created_at >= %s",
+            [sender, pattern, license.pk, connection.ops.adapt_datetimefield_value(since)],
+        )
+        to_sender, to_domain, in_license = cursor.fetchone()
     limits = [
-        (settings.INBOUND_AUTO_REPLIES_PER_HOUR, counts["to_sender"], f"to {sender}"),
-        (settings.INBOUND_AUTO_REPLIES_PER_DOMAIN_PER_HOUR, counts["to_domain"], f"to @{domain}"),
-        (settings.INBOUND_AUTO_REPLIES_PER_LICENSE_PER_HOUR, counts["in_license"], "by this help desk"),
+        (settings.INBOUND_AUTO_REPLIES_PER_HOUR, to_sender, f"to {sender}"),
+        (settings.INBOUND_AUTO_REPLIES_PER_DOMAIN_PER_HOUR, to_domain, f"to @{domain}"),
+        (settings.INBOUND_AUTO_REPLIES_PER_LICENSE_PER_HOUR, in_license, "by this help desk"),
     ]
     for most, sent, whom in limits:
         if most and sent >= most:
