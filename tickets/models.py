@@ -243,8 +243,9 @@ class TicketSearchCopy(models.Model):
     A full-text search's total (`query` with nothing else but the status and silo, TicketFilterSet.count_queryset)
     is a bitmap scan, and PostgreSQL 15 visits every heap page that holds a match to check its visibility. In
     `tickets_ticket` (~1.4 KB a row, ~5 rows a page) `query=payment` in a 300,000-ticket license visits 67,000
-    pages; here a row is ~110 bytes (the vector lives in the TOAST table, which the count does not read): ~14,000
-    pages for the whole table (bench/README.md, issue 34 "Cold total").
+    pages; here a row is ~120 bytes (the vector lives in the TOAST table, which the count does not read): 15,200
+    pages for the whole table, which stays in shared buffers (bench/README.md, issue 34 "a common word's cold
+    total").
 
     PostgreSQL only: triggers on tickets_ticket keep it equal to the tickets in the same statement as every
     write (whatever writes: services, `QuerySet.update()`, a cascade, SQL), and its migration (0028) makes the
