@@ -463,8 +463,8 @@ class TicketFilterSet(StrictFilterSet):
         """A full-text search's total from TicketSearchCopy (PostgreSQL): the same tickets as the search's
         filters (the copy holds the ticket's license, silo, status and vector, kept equal by triggers in the
         statement of every write), in 15,200 heap pages instead of the tickets' 67,000 for a common word in a
-        300,000-ticket license: 1.6-3.1 s -> 0.18-0.67 s on the 2-core box at load 22 (bench/README.md, issue 34
-        "a common word's cold total").
+        300,000-ticket license: the count's median 1.74 s -> 0.20 s on the 2-core box at load 20-24 (bench/README.md,
+        issue 34 "a common word's cold total").
         The languages were recorded for the digest by filter_query, which ran first."""
         languages = self.license.detected_languages or []
         copies = TicketSearchCopy.objects.filter(
