@@ -74,7 +74,12 @@ def _filters(world) -> list[dict]:
         {"teamIDs[]": [str(team.pk), str(other_team.pk)]},
         {"teamIDs[]": str(team.pk), "priority": "10", "priorityOp": "gte"},
         {"priority": "10", "priorityOp": "gte"},
-        {"query": "refund"},
+        {"query": "refund"},  # full-text totals: counted from the tickets' copy on PostgreSQL
+        {"query": "refund", "status": "solved"},
+        {"query": "refund", "silo": "spam"},
+        {"query": "refund", "spam": "true"},
+        {"query": "-refund"},
+        {"query": "refund", "priority": "10", "priorityOp": "gte"},  # counted from the tickets
         {"customFields.plan": "pro"},
         {"rating": "good"},
         *({"assignment.agentID": str(pk), "status": "pending"} for pk in agents),
@@ -104,6 +109,23 @@ def _assert_exact_after(owner, world, write):
     assert served == fresh, [
         (p, s, f) for p, s, f in zip(_filters(world), served, fresh, strict=True) if s != f
     ]
+    assert_search_copy_follows_tickets()
+
+
+def assert_search_copy_follows_tickets():
+    """PostgreSQL: the copy that full-text totals count (TicketSearchCopy) has one row per ticket, with its
+    license, silo, status and vector (the fresh totals above count it too, so this is what makes them exact)."""
+    if connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT t.id, c.ticket_id FROM tickets_ticket t "
+            "FULL JOIN tickets_ticketsearchcopy c ON c.ticket_id = t.id "
+            "WHERE t.id IS NULL OR c.ticket_id IS NULL "
+            "OR (t.license_id, t.silo, t.status) IS DISTINCT FROM (c.license_id, c.silo, c.status) "
+            "OR t.search_vector IS DISTINCT FROM c.search_vector"
+        )
+        assert cursor.fetchall() == []
 
 
 def _ok(response):
@@ -597,3 +619,25 @@ def test_outside_the_package_only_the_two_entry_points_are_used():
     for shared in ("helpdesk/transactions.py", "accounts/api/authentication.py"):
         text = (root / shared).read_text()
         assert "tickets" not in text and "search_generation" not in text, shared
+
+
+def test_a_full_text_total_is_counted_from_the_tickets_copy_on_postgresql(owner, world):
+    # given a ticket that says "refund", and one in spam that says it too
+    TicketFactory(license=world["license"], silo="spam", text="refund me")
+    cache.clear()
+    for params, expected in [
+        ({"query": "refund"}, 1),
+        ({"query": "refund", "spam": "true"}, 2),
+        ({"query": "refund", "priority": "20"}, 0),
+    ]:
+        # when the total is counted
+        with CaptureQueriesContext(connection) as queries:
+            response = owner.client.get("/v1/tickets", params)
+        # then it is exact, and a search of words alone counted the copy (PostgreSQL; SQLite has no copy)
+        assert response.status_code == 200
+        assert response["X-Total-Results"] == str(expected), params
+        counts = [q["sql"] for q in queries.captured_queries if "SELECT COUNT(*) FROM (" in q["sql"]]
+        assert len(counts) == 1
+        from_copy = connection.vendor == "postgresql" and "priority" not in params
+        assert ("tickets_ticketsearchcopy" in counts[0]) is from_copy, counts[0]
+    assert_search_copy_follows_tickets()

@@ -237,6 +237,38 @@ class TicketTeam(models.Model):
         return f"{self.ticket_id} → {self.team_id}"
 
 
+class TicketSearchCopy(models.Model):
+    """A ticket's license, silo, status and search vector, in a narrow table that full-text totals count.
+
+    A full-text search's total (`query` with nothing else but the status and silo, TicketFilterSet.count_queryset)
+    is a bitmap scan, and PostgreSQL 15 visits every heap page that holds a match to check its visibility. In
+    `tickets_ticket` (~1.4 KB a row, ~5 rows a page) `query=payment` in a 300,000-ticket license visits 67,000
+    pages; here a row is ~120 bytes (the vector lives in the TOAST table, which the count does not read): 15,200
+    pages for the whole table, which stays in shared buffers (bench/README.md, issue 34 "a common word's cold
+    total").
+
+    PostgreSQL only: triggers on tickets_ticket keep it equal to the tickets in the same statement as every
+    write (whatever writes: services, `QuerySet.update()`, a cascade, SQL), and its migration (0028) makes the
+    vector leave the row (`pad`, see there). On SQLite the table exists and stays empty: nothing reads it.
+    """
+
+    ticket = models.OneToOneField(
+        Ticket, on_delete=models.DO_NOTHING, db_constraint=False, primary_key=True, related_name="+"
+    )
+    license = models.ForeignKey(
+        License, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+", db_index=False
+    )
+    silo = models.CharField(max_length=10)
+    status = models.CharField(max_length=10)
+    search_vector = SearchVectorField(null=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["license", "silo", "status"], name="ticket_search_copy_lss")]
+
+    def __str__(self):
+        return f"{self.ticket_id} ({self.silo}, {self.status})"
+
+
 class Message(LicenseOwned):
     """One message of a ticket's thread; public ones move the ticket's lastMessageAt."""
 

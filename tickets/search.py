@@ -163,8 +163,8 @@ def _tsquery_text(query: str, configs: tuple[str, ...]) -> str:
     return " | ".join(f"( {text} )" for text in alternatives)
 
 
-def _tsquery_condition(query: str, languages) -> ExpressionWrapper:
-    """search_vector @@ <a constant tsquery>.
+def _tsquery_condition(query: str, languages, table: str) -> ExpressionWrapper:
+    """<table>.search_vector @@ <a constant tsquery>.
 
     The tsquery is computed first, in its own small query, so that the search query carries it as a constant:
     only then can the planner use the column's statistics (most common lexemes; the migration raises their
@@ -174,17 +174,19 @@ def _tsquery_condition(query: str, languages) -> ExpressionWrapper:
     """
     constant = tsquery_text(query, languages)
     return ExpressionWrapper(
-        RawSQL('"tickets_ticket"."search_vector" @@ %s::tsquery', [constant]), output_field=BooleanField()
+        RawSQL(f'"{table}"."search_vector" @@ %s::tsquery', [constant]), output_field=BooleanField()
     )
 
 
 _WORD = re.compile(r'"[^"]*"|\S+')
 
 
-def query_q(query: str, languages) -> Q:
-    """The condition for `query`, given the license's detected languages (which stemmings may apply)."""
+def query_q(query: str, languages, table: str = "tickets_ticket") -> Q:
+    """The condition for `query`, given the license's detected languages (which stemmings may apply); on
+    PostgreSQL over `table`'s search_vector (the tickets', or their copy that full-text totals count,
+    tickets.models.TicketSearchCopy)."""
     if connection.vendor == "postgresql":
-        return Q(_tsquery_condition(query, languages))
+        return Q(_tsquery_condition(query, languages, table))
     condition = Q()
     for word in _WORD.findall(query):
         negate = word.startswith("-") and len(word) > 1

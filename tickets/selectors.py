@@ -64,14 +64,17 @@ def ticket_filterset(license: License, params: QueryDict, *, check_ids: bool = T
 
 def ticket_count(license: License, filterset: TicketFilterSet) -> int:
     """Step 4: the exact total of a valid filter set (tickets.totals)."""
-    return totals.exact_count(filterset.count_queryset(filterset.qs), license, filterset.count_digest())
+    digest = filterset.count_digest()
+    return totals.exact_count(lambda: filterset.count_queryset(filterset.qs), license, digest)
 
 
 def ticket_counts(license: License, filtersets) -> list[int]:
     """`ticket_count` of each filter set, the cached ones read in one cache round trip (the views' counts)."""
     filtersets = list(filtersets)
     return totals.exact_counts(
-        [f.count_queryset(f.qs) for f in filtersets], license, [f.count_digest() for f in filtersets]
+        [lambda f=f: f.count_queryset(f.qs) for f in filtersets],
+        license,
+        [f.count_digest() for f in filtersets],
     )
 
 
