@@ -5,6 +5,8 @@ agents, so accounts' own module; the shared API machinery (helpdesk/api/) only r
 The token is high-entropy, so a single SHA-256 is the right hash: it is looked up by its unique index and
 compared in constant time. (Django's password hasher would cost ~186 ms per request.) Resolving the token
 also resolves the caller's license, once: `request.license` and `request.agent` are set here and nowhere else.
+What it resolved is kept per process under versions that every change drops (accounts.api.callers): a warm
+request runs no statement for its caller.
 """
 
 from __future__ import annotations
@@ -396,7 +398,8 @@ class OAuthBearerAuthentication(authentication.BaseAuthentication):
 
 # --- rows loaded with the caller's license --------------------------------------------------------------
 # An app that reads a row of its own per license on every request names it here at ready() (the caller's
-# query then joins it, so that it costs no statement of its own); this module knows no app's rows.
+# query then joins it, so that it costs no statement of its own); this module knows no app's rows. A caller
+# served from the process's copy (accounts.api.callers) comes without them: the app reads its row itself then.
 _license_rows: list[str] = []
 
 

@@ -87,6 +87,9 @@ def resolve(request, key: tuple, load: Callable[[], tuple | None]):
         if versions is not None and versions == entry.versions and time.monotonic() < entry.until:
             ratelimit.keep(request, state)
             return entry.value
+        if versions is None:  # the cache is away: a drop made meanwhile may be lost; keep no copy of before
+            _local.clear()
+            entry = None
     found = load()
     if found is None:
         _local.pop(key, None)
