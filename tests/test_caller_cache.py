@@ -377,3 +377,45 @@ def test_an_expired_access_token_is_never_kept(license):
     client = bearer_client(token.plaintext)
     for _ in range(3):
         assert client.get("/v1/tickets").status_code == 401
+
+
+def test_a_warm_caller_is_loaded_exactly_as_the_orm_loads_it_and_each_request_gets_its_own(owner):
+    from rest_framework.request import Request
+    from rest_framework.test import APIRequestFactory
+
+    from accounts.api.authentication import TokenBasicAuthentication
+    from accounts.models import Agent
+
+    # given the owner's agent with nested and flat JSON, nulls and dates (changed behind the models' back, so
+    # the process's copies are dropped by hand)
+    Agent.objects.filter(pk=owner.agent.pk).update(job_title=None, flags={"x": [1, {"y": None}]})
+    License.objects.filter(pk=owner.license.pk).update(detected_languages=["en", "pl"])
+    callers.forget()
+
+    def resolved():
+        request = Request(APIRequestFactory().get("/v1/teams"))
+        return TokenBasicAuthentication._cached_lookup(request, str(owner.account.pk), owner.token, None)
+
+    def values(instance):
+        return {
+            field.attname: getattr(instance, field.attname) for field in type(instance)._meta.concrete_fields
+        }
+
+    resolved(), resolved()  # read, then read and kept
+    # when a request changes what it was given
+    pat, agent, _ = resolved()
+    agent.flags["x"][1]["y"] = "changed"
+    agent.roles.append("viewer")
+    agent.license.settings["companyName"] = "changed"
+    agent.license.detected_languages.append("de")
+    pat.scopes.append("tickets--all:rw")
+    # then the next request's rows, served by the copy, are still the database's, field by field
+    with CaptureQueriesContext(connection) as queries:
+        pat, agent, _ = resolved()
+    assert queries.captured_queries == []
+    assert values(agent) == values(Agent.objects.get(pk=owner.agent.pk))
+    assert values(agent.license) == values(License.objects.get(pk=owner.license.pk))
+    assert values(agent.account) == values(Account.objects.get(pk=owner.account.pk))
+    stored = PersonalAccessToken.objects.get(account=owner.account, name="test")
+    assert (pat.pk, pat.scopes, pat.account_id) == (stored.pk, stored.scopes, stored.account_id)
+    assert agent.account is pat.account and not agent._state.adding and agent._state.db == "default"
