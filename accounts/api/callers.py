@@ -87,17 +87,18 @@ def resolve(request, key: tuple, load: Callable[[], tuple | None]):
         if versions is not None and versions == entry.versions and time.monotonic() < entry.until:
             ratelimit.keep(request, state)
             return entry.value
-        if versions is None:  # the cache is away: a drop made meanwhile may be lost; keep no copy of before
-            _local.clear()
-            entry = None
     found = load()
     if found is None:
         _local.pop(key, None)
         return None
     value, account_id, license_id, token_key = found
-    same = entry is not None and (entry.account_id, entry.license_id) == (account_id, license_id)
-    if same and entry.token_key == token_key:
-        ratelimit.keep(request, state)  # counted in the buckets this caller counts in
+    same = entry is not None and (entry.account_id, entry.license_id, entry.token_key) == found[1:]
+    if same:  # counted (or the cache found away) in the buckets this caller counts in
+        ratelimit.keep(request, state)
+    if entry is not None and versions is None:
+        # The cache is away: a drop made meanwhile may be lost, so no copy of before is kept (nor this one).
+        _local.clear()
+        return value
     if len(_local) >= MOST:
         _local.clear()
     seconds = settings.HELPDESK_CALLER_CACHE_SECONDS
