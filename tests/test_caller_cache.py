@@ -419,3 +419,23 @@ def test_a_warm_caller_is_loaded_exactly_as_the_orm_loads_it_and_each_request_ge
     stored = PersonalAccessToken.objects.get(account=owner.account, name="test")
     assert (pat.pk, pat.scopes, pat.account_id) == (stored.pk, stored.scopes, stored.account_id)
     assert agent.account is pat.account and not agent._state.adding and agent._state.db == "default"
+
+
+def test_a_model_with_init_signals_is_refused_by_the_copies(db):
+    # (a copy is restored without Model.__init__, which would skip them)
+    from django.core.exceptions import ImproperlyConfigured
+    from django.db.models.signals import post_init
+
+    from accounts.models import Team
+
+    def receiver(sender, instance, **kwargs):
+        pass
+
+    post_init.connect(receiver, sender=Team)
+    callers._layout.cache_clear()
+    try:
+        with pytest.raises(ImproperlyConfigured):
+            callers.snapshot(Team(name="x"))
+    finally:
+        post_init.disconnect(receiver, sender=Team)
+        callers._layout.cache_clear()

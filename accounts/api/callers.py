@@ -41,10 +41,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 from django.db.models import JSONField
 from django.db.models.base import ModelState
-from django.db.models.signals import post_delete, post_save
+from django.db.models.signals import post_delete, post_init, post_save, pre_init
 
 from helpdesk.api import ratelimit
 from helpdesk.versioned import VersionedCopies
@@ -138,6 +139,8 @@ _SCALARS = (str, int, float, bool, type(None))
 
 @functools.cache
 def _layout(model) -> tuple[tuple[str, ...], tuple[tuple[int, JSONField], ...]]:
+    if pre_init.has_listeners(model) or post_init.has_listeners(model):  # `restore` skips `__init__`
+        raise ImproperlyConfigured(f"{model.__name__} has init signals: the caller's copies skip them")
     fields = model._meta.concrete_fields
     return tuple(field.attname for field in fields), tuple(
         (i, field) for i, field in enumerate(fields) if isinstance(field, JSONField)
@@ -169,7 +172,7 @@ def snapshot(instance) -> tuple:
 
 def restore(copy: tuple):
     """A new instance from `snapshot`'s values, as `Model.from_db` makes one (without `__init__`'s per-field
-    loop; the caller's models have no init signals: authentication._check_no_init_signals)."""
+    loop; `_layout` refuses a model with init signals)."""
     model, values, fresh = copy
     if fresh:
         values = list(values)
