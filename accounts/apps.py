@@ -8,7 +8,11 @@ class AccountsConfig(AppConfig):
     def ready(self):
         from corsheaders.signals import check_request_enabled
 
-        from accounts.api import schema  # noqa: F401  (the OpenAPI security schemes of its authentication)
+        from accounts.api import (
+            callers,
+            schema,  # noqa: F401  (the OpenAPI security schemes of its authentication)
+        )
         from accounts.oauth.cors import origin_allowed
 
         check_request_enabled.connect(origin_allowed, dispatch_uid="accounts.oauth.cors")
+        callers.connect()

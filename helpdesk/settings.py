@@ -397,6 +397,9 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("API_MAX_BODY_BYTES", 2 * 1024 * 1024)
 HELPDESK_REQUIRE_USER_AGENT = env_bool("HELPDESK_REQUIRE_USER_AGENT", True)
 HELPDESK_AUTH_FAILURES_PER_MINUTE = env_int("HELPDESK_AUTH_FAILURES_PER_MINUTE", 10)
 HELPDESK_TOKEN_PREFIX = "hdp_"
+# How long a process serves an API caller from its own copy before reading it again, whatever the versions say
+# (accounts.api.callers: every change drops the versions at once; this bounds a drop lost to a Redis outage).
+HELPDESK_CALLER_CACHE_SECONDS = env_int("HELPDESK_CALLER_CACHE_SECONDS", 60)
 # Requests per window per token (PAT or OAuth) and per license (all its tokens); 0 disables a limit. 429 past it.
 RATE_LIMIT_PER_TOKEN = env_int("RATE_LIMIT_PER_TOKEN", 600)
 RATE_LIMIT_PER_LICENSE = env_int("RATE_LIMIT_PER_LICENSE", 3000)

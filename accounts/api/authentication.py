@@ -5,6 +5,8 @@ agents, so accounts' own module; the shared API machinery (helpdesk/api/) only r
 The token is high-entropy, so a single SHA-256 is the right hash: it is looked up by its unique index and
 compared in constant time. (Django's password hasher would cost ~186 ms per request.) Resolving the token
 also resolves the caller's license, once: `request.license` and `request.agent` are set here and nowhere else.
+What it resolved is kept per process under versions that every change drops (accounts.api.callers): a warm
+request runs no statement for its caller.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from django.db.models.signals import post_init, pre_init
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 
+from accounts.api import callers
 from accounts.oauth.scopes import allows
 from accounts.tokens import MIN_SCOPE, hash_token
 from helpdesk.context import API, update_actor
@@ -112,7 +115,7 @@ class TokenBasicAuthentication(authentication.BaseAuthentication):
         account_id, token = _parse_basic(credentials.strip())
         wanted_license = _wanted_license(request)
         request.wanted_license_id = wanted_license  # for the 403 when the caller is no agent of it
-        found = self._lookup(account_id, token, wanted_license)
+        found = self._cached_lookup(request, account_id, token, wanted_license)
         if found is None:
             # Only failures touch the throttle: valid credentials are never locked out by someone else's
             # failures from the same address, and a successful request costs no cache round trip.
@@ -120,9 +123,10 @@ class TokenBasicAuthentication(authentication.BaseAuthentication):
             _check_throttle(keys)
             _record_failure(keys)
             raise exceptions.AuthenticationFailed(_INVALID)
-        pat, agent = found
+        pat, agent, caller = found
         account = pat.account
         self._touch(pat)
+        caller.last_used_at = pat.last_used_at
         request.token = pat
         request.agent = agent
         request.license = agent.license if agent else None
@@ -143,6 +147,44 @@ class TokenBasicAuthentication(authentication.BaseAuthentication):
         return 'Basic realm="helpdesk"'
 
     @staticmethod
+    def _cached_lookup(request, account_id: str, token: str, wanted_license: int | None):
+        """`_lookup`'s (token, membership) and the process's copy of them (accounts.api.callers), else None."""
+        if not token.startswith(settings.HELPDESK_TOKEN_PREFIX):
+            return None
+        account_uuid = _canonical_account_id(account_id)
+        if account_uuid is None:
+            return None
+        token_hash = hash_token(token)
+        live = []
+
+        def load():
+            found = _checked(_caller(token_hash, account_uuid, wanted_license))
+            if found is None:
+                return None
+            live.append(found)
+            pat, agent = found
+            caller = _PatCaller(
+                callers.snapshot(pat),
+                pat.last_used_at,
+                callers.snapshot(pat.account),
+                None if agent is None else callers.snapshot(agent),
+                None if agent is None else callers.snapshot(agent.license),
+            )
+            return (
+                caller,
+                pat.account_id,
+                agent.license_id if agent else None,
+                f"{type(pat).__name__}:{pat.pk}",
+            )
+
+        caller = callers.resolve(request, ("basic", token_hash, account_uuid, wanted_license), load)
+        if caller is None:
+            return None
+        # The rows just read (with what the apps load with the license), else new instances from the copy.
+        pat, agent = live[0] if live else caller.instances()
+        return pat, agent, caller
+
+    @staticmethod
     def _lookup(account_id: str, token: str, wanted_license: int | None):
         """(token, membership) for valid credentials, else None; always exactly one query.
 
@@ -156,13 +198,7 @@ class TokenBasicAuthentication(authentication.BaseAuthentication):
         account_uuid = _canonical_account_id(account_id)
         if account_uuid is None:
             return None
-        found = _caller(hash_token(token), account_uuid, wanted_license)
-        if found is None:
-            return None
-        pat, agent = found
-        if not pat.account.is_active or MIN_SCOPE not in pat.scopes:
-            return None
-        return pat, agent
+        return _checked(_caller(hash_token(token), account_uuid, wanted_license))
 
     @staticmethod
     def _touch(pat) -> None:
@@ -170,6 +206,60 @@ class TokenBasicAuthentication(authentication.BaseAuthentication):
         if pat.last_used_at is None or now - pat.last_used_at >= LAST_USED_RESOLUTION:
             type(pat).objects.filter(pk=pat.pk).update(last_used_at=now)
             pat.last_used_at = now
+
+
+def _checked(found):
+    """The caller's (token, membership) if the account is active and the token may authenticate, else None."""
+    if found is None:
+        return None
+    pat, agent = found
+    if not pat.account.is_active or MIN_SCOPE not in pat.scopes:
+        return None
+    return pat, agent
+
+
+@dataclasses.dataclass(slots=True)
+class _PatCaller:
+    """A personal access token's caller as the process keeps it (accounts.api.callers): copies of the rows."""
+
+    pat: tuple
+    last_used_at: object  # this process's latest (the once-a-minute write, `_touch`, keeps it)
+    account: tuple
+    agent: tuple | None
+    license: tuple | None
+
+    def instances(self):
+        from accounts.models import Agent, PersonalAccessToken
+
+        account = callers.restore(self.account)
+        pat = callers.restore(self.pat)
+        pat.last_used_at = self.last_used_at
+        PersonalAccessToken.account.field.set_cached_value(pat, account)
+        if self.agent is None:
+            return pat, None
+        agent = callers.restore(self.agent)
+        Agent.license.field.set_cached_value(agent, callers.restore(self.license))
+        Agent.account.field.set_cached_value(agent, account)
+        return pat, agent
+
+
+@dataclasses.dataclass(slots=True)
+class _OAuthCaller:
+    """An OAuth access token's caller as the process keeps it: the grant, its expiry, copies of the rows."""
+
+    grant: object
+    expires: object
+    account: tuple
+    agent: tuple
+    license: tuple
+
+    def instances(self):
+        from accounts.models import Agent
+
+        account, agent = callers.restore(self.account), callers.restore(self.agent)
+        Agent.license.field.set_cached_value(agent, callers.restore(self.license))
+        Agent.account.field.set_cached_value(agent, account)
+        return account, agent
 
 
 def _scheme(request) -> str:
@@ -206,26 +296,17 @@ class OAuthBearerAuthentication(authentication.BaseAuthentication):
     challenge = 'Bearer realm="helpdesk", error="invalid_token"'
 
     def authenticate(self, request):
-        from accounts.oauth.validators import agent_scopes
-
         scheme, _, credentials = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
         if scheme.lower() != "bearer":
             return None
         token = credentials.strip()
-        found = self._lookup(token) if token else None
+        found = self._cached_lookup(request, token) if token else None
         if found is None:
             keys = _failure_keys(request, "")
             _check_throttle(keys)
             _record_failure(keys)
             raise exceptions.AuthenticationFailed(_INVALID)
-        access_token, agent = found
-        account, application = access_token.user, access_token.application
-        grant = OAuthGrant(
-            access_token_id=access_token.pk,
-            # what the grant may do now: met with the app's current scopes and the agent's current role
-            scopes=agent_scopes(access_token.scope.split(), license_app=application.license_app, agent=agent),
-            app_name=application.name,
-        )
+        account, agent, grant = found
         request.token = grant
         request.agent = agent
         request.license = agent.license
@@ -236,7 +317,7 @@ class OAuthBearerAuthentication(authentication.BaseAuthentication):
             email=account.email,
             agent_id=agent.pk,
             license_id=agent.license_id,
-            app_name=application.name,
+            app_name=grant.app_name,
         )
         bind_log_context(license=agent.license_id, account=str(account.id))
         return account, grant
@@ -244,14 +325,55 @@ class OAuthBearerAuthentication(authentication.BaseAuthentication):
     def authenticate_header(self, request):
         return self.challenge
 
+    @classmethod
+    def _cached_lookup(cls, request, token: str):
+        """(account, agent, grant) for a live token, from the process's copy (accounts.api.callers) while its
+        versions are current and the token has not expired, else from `_lookup`; None for no caller."""
+        from accounts.oauth.validators import agent_scopes
+
+        checksum = hashlib.sha256(token.encode()).hexdigest()
+        live = []
+
+        def load():
+            found = cls._lookup(checksum)
+            if found is None:
+                return None
+            access_token, agent = found
+            account, application = access_token.user, access_token.application
+            grant = OAuthGrant(
+                access_token_id=access_token.pk,
+                # what the grant may do now: met with the app's current scopes and the agent's current role
+                scopes=agent_scopes(
+                    access_token.scope.split(), license_app=application.license_app, agent=agent
+                ),
+                app_name=application.name,
+            )
+            live.append((account, agent, grant))
+            caller = _OAuthCaller(
+                grant,
+                access_token.expires,
+                callers.snapshot(account),
+                callers.snapshot(agent),
+                callers.snapshot(agent.license),
+            )
+            return caller, account.pk, agent.license_id, f"{type(grant).__name__}:{grant.pk}"
+
+        caller = callers.resolve(request, ("bearer", checksum), load)
+        if caller is None:
+            return None
+        if live:
+            return live[0]
+        if timezone.now() >= caller.expires:  # the moment it expires (AccessToken.is_expired)
+            return None
+        return (*caller.instances(), caller.grant)
+
     @staticmethod
-    def _lookup(token: str):
+    def _lookup(checksum: str):
         """(access token, the approving agent in the app's license) for a live token, else None."""
         from oauth2_provider.models import get_access_token_model
 
         from accounts.models import STATUS_ACTIVE, Agent
 
-        checksum = hashlib.sha256(token.encode()).hexdigest()
         access_token = (
             get_access_token_model()
             .objects.select_related("user", "application__license_app__license")
@@ -276,7 +398,8 @@ class OAuthBearerAuthentication(authentication.BaseAuthentication):
 
 # --- rows loaded with the caller's license --------------------------------------------------------------
 # An app that reads a row of its own per license on every request names it here at ready() (the caller's
-# query then joins it, so that it costs no statement of its own); this module knows no app's rows.
+# query then joins it, so that it costs no statement of its own); this module knows no app's rows. A caller
+# served from the process's copy (accounts.api.callers) comes without them: the app reads its row itself then.
 _license_rows: list[str] = []
 
 

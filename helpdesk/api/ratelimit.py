@@ -55,12 +55,17 @@ def rate_limit_key(request) -> str:
 
 
 def _buckets(request) -> list[tuple[str, int]]:
+    license = getattr(request, "license", None)
+    return buckets_of(rate_limit_key(request), license.pk if license is not None else None)
+
+
+def buckets_of(token_key: str, license_id: int | None) -> list[tuple[str, int]]:
+    """The `(key, limit)` buckets a request of this token (`rate_limit_key`) in this license counts in."""
     buckets = []
     if settings.RATE_LIMIT_PER_TOKEN > 0:
-        buckets.append((f"ratelimit:token:{rate_limit_key(request)}", settings.RATE_LIMIT_PER_TOKEN))
-    license = getattr(request, "license", None)
-    if settings.RATE_LIMIT_PER_LICENSE > 0 and license is not None:
-        buckets.append((f"ratelimit:license:{license.pk}", settings.RATE_LIMIT_PER_LICENSE))
+        buckets.append((f"ratelimit:token:{token_key}", settings.RATE_LIMIT_PER_TOKEN))
+    if settings.RATE_LIMIT_PER_LICENSE > 0 and license_id is not None:
+        buckets.append((f"ratelimit:license:{license_id}", settings.RATE_LIMIT_PER_LICENSE))
     return buckets
 
 
@@ -105,6 +110,84 @@ def _count(keys: list[str], ttl: int) -> list[int] | None:
     return _count_generic(cache, keys, ttl)
 
 
+# The same INCR + EXPIRE of the buckets (KEYS[1..ARGV[2]]), and in the same round trip the current value of each
+# further key (a version, accounts.api.callers), set to its ARGV (a fresh random value, with ARGV[3]'s expiry)
+# when it has none: an authenticated request's one Redis command.
+_COUNT_AND_READ_SCRIPT = """
+local counted = tonumber(ARGV[2])
+local out = {}
+for i = 1, counted do
+  out[i] = redis.call('INCR', KEYS[i])
+  redis.call('EXPIRE', KEYS[i], ARGV[1])
+end
+for i = counted + 1, #KEYS do
+  local value = redis.call('GET', KEYS[i])
+  if not value then
+    value = ARGV[i - counted + 3]
+    redis.call('SET', KEYS[i], value, 'EX', ARGV[3])
+  end
+  out[i] = value
+end
+return out
+"""
+
+NOT_COUNTED = object()  # count_and_read's state when the count is left to the throttle
+
+
+def count_and_read(
+    buckets: list[tuple[str, int]], keys: list[str], fresh: list[str], ttl: int
+) -> tuple[object, list[str] | None]:
+    """`count_window(buckets)` and the values of the cache keys `keys` in one Redis round trip, a missing key
+    first set to its `fresh` value (expiring after `ttl` seconds): (the window's RateLimit or None, the values).
+
+    On Redis away: (a RateLimit with the limit open, None). On any other cache the keys are read here (a missing
+    one added) and the count is left to the throttle: (NOT_COUNTED, the values)."""
+    cache = caches["default"]
+    if not isinstance(cache, RedisCache):
+        values = []
+        for key, value in zip(keys, fresh, strict=True):
+            found = cache.get(key)
+            if found is None:
+                cache.add(key, value, ttl)
+                found = cache.get(key)
+            values.append(found)
+        return NOT_COUNTED, None if None in values else values
+    window = settings.RATE_LIMIT_WINDOW_SECONDS
+    if window <= 0:
+        buckets = []
+    now = time.time()
+    number = int(now // window) if buckets else 0
+    reset = (number + 1) * window if buckets else int(now) + 1
+    counted = [cache.make_key(f"{key}:{number}") for key, _ in buckets]
+    try:
+        out = cache.client.get_client(write=True).eval(
+            _COUNT_AND_READ_SCRIPT,
+            len(counted) + len(keys),
+            *counted,
+            *(cache.make_key(key) for key in keys),
+            int(reset - now) + 1,
+            len(counted),
+            ttl,
+            *fresh,
+        )
+    except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+        log.warning("Cache unavailable (rate limit and caller: %s): the throttles fail open", exc)
+        state = (
+            RateLimit(limit=min(limit for _, limit in buckets), remaining=None, reset=None)
+            if buckets
+            else None
+        )
+        return state, None
+    values = [value.decode() if isinstance(value, bytes) else value for value in out[len(counted) :]]
+    return (_outcome(buckets, out[: len(counted)], reset) if buckets else None), values
+
+
+def keep(request, state) -> None:
+    """`state` (from `count_and_read`) is this request's count: the throttle does not count it again."""
+    if state is not NOT_COUNTED:
+        setattr(getattr(request, "_request", request), STATE_ATTRIBUTE, state)
+
+
 def check(request) -> RateLimit | None:
     """Count an authenticated request in its buckets; the outcome is kept on the request for the headers.
 
@@ -131,14 +214,16 @@ def count_window(buckets: list[tuple[str, int]]) -> RateLimit | None:
     reset = (number + 1) * window
     counts = _count([f"{key}:{number}" for key, _ in buckets], int(reset - now) + 1)
     if counts is None:
-        state = RateLimit(limit=min(limit for _, limit in buckets), remaining=None, reset=None)
-    else:
-        # The tighter bucket: the fewest requests left (then the smaller limit).
-        pairs = [(limit, count) for (_, limit), count in zip(buckets, counts, strict=True)]
-        remaining, limit = min((max(limit - count, 0), limit) for limit, count in pairs)
-        exceeded = any(count > limit for limit, count in pairs)
-        state = RateLimit(limit=limit, remaining=remaining, reset=reset, exceeded=exceeded)
-    return state
+        return RateLimit(limit=min(limit for _, limit in buckets), remaining=None, reset=None)
+    return _outcome(buckets, counts, reset)
+
+
+def _outcome(buckets: list[tuple[str, int]], counts: list[int], reset: int) -> RateLimit:
+    # The tighter bucket: the fewest requests left (then the smaller limit).
+    pairs = [(limit, count) for (_, limit), count in zip(buckets, counts, strict=True)]
+    remaining, limit = min((max(limit - count, 0), limit) for limit, count in pairs)
+    exceeded = any(count > limit for limit, count in pairs)
+    return RateLimit(limit=limit, remaining=remaining, reset=reset, exceeded=exceeded)
 
 
 def retry_after(state: RateLimit) -> int:

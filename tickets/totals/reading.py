@@ -10,6 +10,7 @@ from django.core.cache import cache
 from django.db import connections, transaction
 from django.db.models import F
 
+from accounts.models import License
 from helpdesk.replicas import read_alias
 from tickets.models import SearchGeneration, Ticket
 from tickets.totals import registry
@@ -120,10 +121,15 @@ def _loaded_generation(license) -> int:
     if read_alias() != "default":
         found = SearchGeneration.objects.filter(license_id=license.pk).values_list("value", flat=True).first()
         return found or 0
-    try:
-        return license.search_generation.value
-    except SearchGeneration.DoesNotExist:  # no ticket of the license was ever written
-        return 0
+    loaded = License.search_generation.related  # joined by the authentication's query (wiring.py)
+    if loaded.is_cached(license):
+        row = loaded.get_cached_value(license)
+        return 0 if row is None else row.value  # None: no ticket of the license was ever written
+    # A caller served from its process's copy (accounts.api.callers) comes without it: one indexed read, raw
+    # (the ORM's compile of it cost more than the statement).
+    with connections["default"].cursor() as cursor:
+        cursor.execute(f"SELECT {GENERATION_SQL}", [license.pk])
+        return cursor.fetchone()[0]
 
 
 def _count(license_id: int, digest: str, sql: str, params) -> int:

@@ -12,8 +12,9 @@ from tickets.totals.writing import touched
 
 
 def connect() -> None:
-    # Every search reads its license's generation (reading.exact_count): joined into the caller's query, which
-    # every API request runs anyway, it costs no statement of its own (bench/README.md, "Totals after a write").
+    # Every search reads its license's generation (reading.exact_count): joined into the caller's query when the
+    # request reads its caller from the database, it costs no statement of its own (bench/README.md, "Totals
+    # after a write"); a caller served from its process's copy comes without it (one indexed read then).
     load_with_license("search_generation")
     # Every change of tickets, and every deletion whose cascade changes tickets (connected before tickets.apps'
     # lock of the tickets such a cascade reaches).
