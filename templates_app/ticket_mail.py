@@ -32,7 +32,7 @@ from templates_app import mail
 from templates_app.addresses import inbound_domain, license_address, reply_address
 from templates_app.models import Mailbox, OutboundMessage, ReplyAddress
 from templates_app.rendering import PLACEHOLDER_RE, Rendered, render
-from templates_app.ticket_delivery import record, split_attachments, thread_ids, threading_headers
+from templates_app.ticket_delivery import record_queued, split_attachments, thread_ids, threading_headers
 
 log = logging.getLogger(__name__)
 
@@ -313,8 +313,7 @@ def on_message_created(sender, *, message, ticket, created_ticket: bool = False,
             body=message.text,
             first=created_ticket,
         )
-        for row in rows:
-            record(row, "queued", date=row.created_at)
+        record_queued(message, rows)
 
 
 def acknowledgement_queue(*, ticket, message, received_message_id: str) -> list[OutboundMessage]:

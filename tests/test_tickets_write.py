@@ -351,7 +351,12 @@ def test_an_empty_team_list_falls_back_to_the_default_team(owner):
 # reports' rollups (tickets/reports/rollups.py) add one upsert to a write that moves them (solve, reply,
 # assignment, silo: +1), and an assignment or a silo move reads the metrics row and updates its copies of the
 # assignee or the silo (+2 and +1).
-UPDATE_STATEMENTS = {"fields": 9, "solve": 20, "reply": 24, "relations": 14, "assignment": 11, "silo": 12}
+# Issue 34: the reply's mail is rendered by the worker, no longer in the write (the team with its template and
+# logo, the license's reply addresses for From, the agent: reply 24 -> 19); the thread's Message-IDs (received
+# and sent) are read in one statement (reply -1, the solve's rating request -1: 20 -> 19); the new message's
+# delivery status `queued` is written from the message the write created, without reading it again under a
+# lock (reply -1: 17).
+UPDATE_STATEMENTS = {"fields": 9, "solve": 19, "reply": 17, "relations": 14, "assignment": 11, "silo": 12}
 
 
 @pytest.mark.parametrize("change", list(UPDATE_STATEMENTS))

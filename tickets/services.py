@@ -605,6 +605,20 @@ def message_delivery_record(
     return message
 
 
+def message_deliveries_queued(*, message: Message, recipients: list[tuple[str, datetime]]) -> None:
+    """Note that the e-mail of `message` was queued for these (recipient, date): one entry per recipient, as
+    `message_delivery_record` writes them, in one UPDATE. For a message created in the caller's transaction
+    (templates_app.ticket_mail, from `message_created`): no other writer can see its row yet, so the object is
+    current and is not read again under a lock (issue 34: an agent reply one statement and ~4% of its
+    instructions cheaper per recipient, bench/write_cpu.py)."""
+    queued = {recipient.strip().lower(): (recipient.strip(), date) for recipient, date in recipients}
+    entries = [e for e in message.delivery_status or [] if e.get("recipient", "").lower() not in queued]
+    for recipient, date in queued.values():
+        entries.append({"date": iso(date), "status": "queued", "recipient": recipient})
+    message.delivery_status = entries
+    Message.objects.filter(pk=message.pk).update(delivery_status=entries)
+
+
 # --- tags -----------------------------------------------------------------------------------------------
 
 
