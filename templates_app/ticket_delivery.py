@@ -28,7 +28,7 @@ def thread_ids(*, ticket, recipient: str, exclude_pk=None) -> list[str]:
         .exclude(pk=exclude_pk)
         .values_list("created_at", "message_id")
     )
-    # one statement for both (issue 34: an agent reply one statement cheaper per recipient)
+    # one statement for both (issue 34: a statement less per recipient of a reply; bench/README.md)
     rows = _inbound_ids(ticket).union(ours, all=True)
     ids = [message_id.strip("<>") for _, message_id in sorted(rows, key=lambda row: row[0])]
     unique = list(dict.fromkeys(ids))

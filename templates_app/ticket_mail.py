@@ -7,8 +7,8 @@ transaction: it decides who gets the mail, its subject, Message-ID and threading
 the ticket's values at the time of writing, an acknowledgement's text), so a rolled-back message leaves no row
 and sends nothing; the rows are enqueued after commit (`mail.message_queue`). The worker renders the mail
 (the team's template, else the license's default, through the one renderer; From and Reply-To) before its first
-send (`render_queued`, called by `mail.deliver`), stores it on the row, and sends it. Rendering in the request
-was 22.9 M of an agent reply's 58.8 M interpreter instructions (issue 34, bench/write_cpu.py).
+send (`render_queued`, called by `mail.deliver`), stores it on the row, and sends it. Out of the request: an
+agent reply 65.8 -> 50.2 M interpreter instructions, a create 48.0 -> 44.0 M (issue 34, bench/write_cpu.py).
 
 Threading: every row has our own Message-ID (`<hex>@inbound.<domain>`, stored without brackets in
 `OutboundMessage.message_id`, decided when the row is written so that a bounce or a reply finds it at once),

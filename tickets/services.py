@@ -83,7 +83,8 @@ def _text_fields(ticket: Ticket, texts: list[str]) -> dict:
 
 def _refresh_text(ticket: Ticket) -> list[str]:
     """Language, search text and tsvector from the ticket's current subject and messages, set on `ticket` for
-    the update's one save (issue 34: a reply's second UPDATE of the ticket's row gone); returns their names."""
+    the update's one save (issue 34: a reply's second UPDATE of the ticket's row gone, part of 50.2 -> 47.3 M
+    instructions, bench/README.md "Issue 34: writes"); returns their names."""
     texts = list(Message.objects.filter(ticket=ticket).order_by("created_at").values_list("text", flat=True))
     fields = _text_fields(ticket, texts)
     for name, value in fields.items():
@@ -617,8 +618,8 @@ def message_deliveries_queued(*, message: Message, recipients: list[tuple[str, d
     """Note that the e-mail of `message` was queued for these (recipient, date): one entry per recipient, as
     `message_delivery_record` writes them, in one UPDATE. For a message created in the caller's transaction
     (templates_app.ticket_mail, from `message_created`): no other writer can see its row yet, so the object is
-    current and is not read again under a lock (issue 34: an agent reply one statement and ~4% of its
-    instructions cheaper per recipient, bench/write_cpu.py)."""
+    current and is not read again under a lock (issue 34: a statement less per recipient; with the two other
+    statements of its step, an agent reply 50.2 -> 47.3 M instructions, bench/README.md "Issue 34: writes")."""
     queued = {recipient.strip().lower(): (recipient.strip(), date) for recipient, date in recipients}
     entries = [e for e in message.delivery_status or [] if e.get("recipient", "").lower() not in queued]
     for recipient, date in queued.values():
