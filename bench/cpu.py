@@ -244,16 +244,17 @@ def _await_instrumentation() -> None:
             time.sleep(0.01)
 
 
-def _callgrind(args, count_only: str) -> int:
+def _callgrind(args, count_only: str, script: str = __file__) -> int:
     """The instructions of the run's requests: the process starts and warms up uninstrumented (callgrind's
-    `--instr-atstart=no` runs it several times faster), then `callgrind_control -i on` before the requests."""
+    `--instr-atstart=no` runs it several times faster), then `callgrind_control -i on` before the requests.
+    `script`: the bench that runs `--count-only` (bench/write_cpu.py reuses this)."""
     ready = f"/tmp/bench-cpu-{os.getpid()}-ready"
     for path in (ready, ready + ".go"):
         if os.path.exists(path):
             os.remove(path)
     command = [
         "valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", "--instr-atstart=no",
-        sys.executable, os.path.abspath(__file__), "--credentials", args.credentials, "--count-only", count_only,
+        sys.executable, os.path.abspath(script), "--credentials", args.credentials, "--count-only", count_only,
     ]  # fmt: skip
     env = {**os.environ, "PYTHONHASHSEED": "0", "BENCH_CALLGRIND_READY": ready}
     with subprocess.Popen(

@@ -9,8 +9,17 @@ class TemplatesAppConfig(AppConfig):
     def ready(self):
         # The e-mail app reacts to the events of accounts and tickets (neither imports it).
         from accounts.signals import agent_invited, license_created, team_reply_address_chosen
-        from templates_app import invitations, notifications, rating, reply_addresses, services, ticket_mail
+        from templates_app import (
+            invitations,
+            mail,
+            notifications,
+            rating,
+            reply_addresses,
+            services,
+            ticket_mail,
+        )
         from templates_app.inbound import services as inbound
+        from templates_app.models import OutboundMessage
         from templates_app.reports import register_reports
         from templates_app.webhook_failing import on_webhook_failing
         from tickets.signals import (
@@ -23,6 +32,9 @@ class TemplatesAppConfig(AppConfig):
         )
 
         message_created.connect(ticket_mail.on_message_created, dispatch_uid="templates_app.ticket_mail")
+        # a ticket's mail is rendered by the worker that sends it (issue 34)
+        for kind in (OutboundMessage.KIND_REPLY, OutboundMessage.KIND_ACKNOWLEDGEMENT):
+            mail.RENDERERS[kind] = ticket_mail.render_queued
         message_created.connect(notifications.on_message_created, dispatch_uid="templates_app.notifications")
         ticket_assigned.connect(notifications.on_ticket_assigned, dispatch_uid="templates_app.notifications")
         agents_notified.connect(notifications.on_agents_notified, dispatch_uid="templates_app.notifications")

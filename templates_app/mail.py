@@ -1,4 +1,5 @@
-"""Sending e-mail: render now, store one `OutboundMessage` per recipient, send later from a Celery task.
+"""Sending e-mail: render now, store one `OutboundMessage` per recipient, send later from a Celery task. A
+ticket's mail is rendered later, by the worker before the row's first send (`RENDERERS`, `to_render`).
 
 Rows are created inside the caller's transaction and the task is enqueued after commit (`helpdesk.queue`), so
 a rolled-back request sends nothing. `deliver()` claims a row (status `sending`, committed), sends it with no
@@ -37,6 +38,10 @@ log = logging.getLogger(__name__)
 
 # The task that sends a row, named as Celery names it: tasks.py calls this module, so this module never imports it.
 SEND_TASK = "templates_app.tasks.send_outbound_message"
+
+# kind -> the function that renders a row written with `to_render` and stores it (templates_app.apps
+# registers ticket_mail.render_queued: the composition is above this module, which only delivers).
+RENDERERS: dict = {}
 
 
 class TemporaryFailure(Exception):
@@ -117,7 +122,7 @@ def message_queue(
     key: str,
     to: str,
     subject: str,
-    rendered: Rendered,
+    rendered: Rendered | None,
     attachments=(),
     fresh: bool = False,
     **threading,
@@ -125,10 +130,13 @@ def message_queue(
     """Store the message and send it after commit; the same `key` again returns the first row, queued once.
 
     `fresh`: the key cannot exist yet (it names an object created in this transaction): inserted without the
-    look-up. `threading`: the ticket mail's fields (message_id, ticket, ticket_message, from_email, headers).
+    look-up. `threading`: the ticket mail's fields (message_id, ticket, ticket_message, from_email, headers,
+    and `to_render` with `rendered` None: the worker renders it, `RENDERERS`).
     """
     subject = " ".join(subject.split())[:300]  # a header: never a line break (company names are user input)
-    fields = {"kind": kind, "to": to, "subject": subject, "text": rendered.text, "html": rendered.html}
+    fields = {"kind": kind, "to": to, "subject": subject}
+    if rendered is not None:
+        fields.update(text=rendered.text, html=rendered.html)
     if fresh:
         message = OutboundMessage.objects.create(license=license, key=key[:200], **fields, **threading)
         created = True
@@ -315,6 +323,8 @@ def deliver(*, message_id) -> OutboundMessage | None:
     if message is None:
         return OutboundMessage.objects.filter(pk=message_id).first()
     try:
+        if message.to_render is not None:
+            _render(message)
         _email(message).send()
     except Exception as exc:
         if not isinstance(exc, smtplib.SMTPException | OSError):
@@ -345,6 +355,14 @@ def deliver(*, message_id) -> OutboundMessage | None:
     message.sent_at = timezone.now()
     _record(message, "sent")
     return message
+
+
+def _render(message: OutboundMessage) -> None:
+    """Render a row written with `to_render` (a ticket's mail) and store it, committed before the send: a retry
+    sends the same mail. A failure here is a bug, not the relay's: `deliver` frees the claim for a retry, and
+    after MAX_ATTEMPTS the row fails, as for any other error before the relay was contacted."""
+    with unit_of_work():
+        RENDERERS[message.kind](message)
 
 
 @unit_of_work

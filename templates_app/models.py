@@ -34,7 +34,8 @@ class Template(LicenseOwned, Stamped):
 
 
 class OutboundMessage(LicenseOwned):
-    """One e-mail to one recipient, rendered when it is requested and sent later by a Celery task.
+    """One e-mail to one recipient, sent later by a Celery task; rendered when it is requested, except a
+    ticket's mail (`to_render`), which the worker renders before its first send.
 
     `key` is unique per license: one request makes one row per recipient, so a retried task or a retried
     request (same Idempotency-Key) finds the row and its `sent_at` instead of sending again.
@@ -77,6 +78,9 @@ class OutboundMessage(LicenseOwned):
     )
     from_email = models.CharField(max_length=400, blank=True)
     headers = models.JSONField(default=dict, blank=True)  # Reply-To, In-Reply-To, References, Auto-Submitted
+    # Ticket mail: what the worker renders the text, the HTML, From and Reply-To from before its first send
+    # (templates_app.ticket_mail.render_queued), emptied (null) once they are stored; null: rendered already.
+    to_render = models.JSONField(null=True, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint("license", "key", name="outbound_message_key_unique")]

@@ -24,13 +24,17 @@ TEMPLATE_HTML = (
 
 @pytest.fixture
 def deliveries(monkeypatch):
-    """What mail out tells tickets.services.message_delivery_record (the `events` helper stores it)."""
+    """What mail out tells tickets.services.message_delivery_record and message_deliveries_queued."""
     calls = []
 
     def record(*, message_id, recipient, status, date=None):
         calls.append((str(message_id), recipient, status))
 
+    def queued(*, message, recipients):  # the write's own message, all its recipients at once (issue 34)
+        calls.extend((str(message.pk), recipient, "queued") for recipient, _ in recipients)
+
     monkeypatch.setattr(ticket_services, "message_delivery_record", record)
+    monkeypatch.setattr(ticket_services, "message_deliveries_queued", queued)
     return calls
 
 
@@ -119,11 +123,12 @@ def test_received_message_ids_are_in_the_references(
     agent, ticket, smtp_server, eager_tasks, django_capture_on_commit_callbacks, monkeypatch
 ):
     # given mail received for this ticket (mailin's InboundMessage; its Message-IDs join the thread)
-    from templates_app import ticket_delivery
+    from templates_app.models import InboundMessage
 
-    monkeypatch.setattr(
-        ticket_delivery, "_inbound_ids", lambda t: [(ticket.created_at, "cafe@customer.example")]
-    )
+    InboundMessage.objects.create(
+        license=ticket.license, ticket=ticket, message_id="<cafe@customer.example>", kind="ticket",
+        created_at=ticket.created_at, raw="inbound/cafe.eml",
+    )  # fmt: skip
     _reply(agent, ticket, callbacks=django_capture_on_commit_callbacks)
     [(_, received)] = smtp_server.messages
     assert received["In-Reply-To"] == "<cafe@customer.example>"

@@ -34,7 +34,9 @@ def _rule(license, actions):
 
 
 def _answers(ticket_id):
-    return list(OutboundMessage.objects.filter(ticket_id=ticket_id, text__startswith="We got it"))
+    # the rule's message (the worker renders its mail: the row's text is empty until then)
+    rows = OutboundMessage.objects.filter(ticket_id=ticket_id, ticket_message__text__startswith="We got it")
+    return list(rows)
 
 
 def _rule_event(ticket_id):
