@@ -657,7 +657,6 @@ def test_a_change_of_the_default_team_reaches_the_next_mail(license):
 
 def test_a_change_of_the_company_name_reaches_the_next_acknowledgement(license):
     from accounts import services as account_services
-
     from templates_app import mail
 
     def rendered(row):  # as the worker renders it before the send
