@@ -17,6 +17,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
+from django.db import connection
 from django.db.models import CharField, Value
 from django.http import QueryDict
 from django_filters.utils import translate_validation
@@ -24,10 +25,10 @@ from rest_framework.exceptions import ValidationError
 
 from accounts.models import License
 from helpdesk.api.pagination import PAGINATION_PARAMS, KeysetPagination
-from tickets import totals
+from tickets import search_shapes, totals
 from tickets.filters import TicketFilterSet
 from tickets.models import Ticket
-from tickets.output import ticket_page
+from tickets.output import ticket_page, ticket_page_from_keys
 
 SORT_FIELDS = {"createdAt": "created_at", "updatedAt": "updated_at", "lastMessageAt": "last_message_at"}
 
@@ -63,8 +64,10 @@ def ticket_filterset(license: License, params: QueryDict, *, check_ids: bool = T
 
 
 def ticket_count(license: License, filterset: TicketFilterSet) -> int:
-    """Step 4: the exact total of a valid filter set (tickets.totals)."""
-    return totals.exact_count(filterset.count_queryset(filterset.qs), license, filterset.count_digest())
+    """Step 4: the exact total of a valid filter set (tickets.totals); its queryset built only on a miss."""
+    return totals.exact_count(
+        lambda: filterset.count_queryset(filterset.qs), license, filterset.count_digest()
+    )
 
 
 def ticket_counts(license: License, filtersets) -> list[int]:
@@ -79,12 +82,18 @@ def ticket_search(license: License, params: QueryDict, *, check_ids: bool = True
     """Search the license's tickets with the query parameters `params` (the contract's, see tickets.filters and
     helpdesk.api.pagination); a ValidationError (400) names the first invalid parameter."""
     filterset, paginator = ticket_filterset(license, params, check_ids=check_ids)
-    tickets = filterset.qs
     with_events = filterset.form.cleaned_data["eventsScope"] == "all"
-    items = paginator.page(
-        tickets,
-        fetch=lambda page: ticket_page(page, paginator.sort_field, events=with_events, license_id=license.pk),
-    )
+    if connection.vendor == "postgresql":  # the page's keys: SQL compiled once per search shape
+        keys = search_shapes.keys_sql(license, filterset, paginator)
+        rows = ticket_page_from_keys(*keys, paginator.sort_field, events=with_events, license_id=license.pk)
+        items = paginator.page_rows(rows, Ticket)
+    else:
+        items = paginator.page(
+            filterset.qs,
+            fetch=lambda page: ticket_page(
+                page, paginator.sort_field, events=with_events, license_id=license.pk
+            ),
+        )
     total = ticket_count(license, filterset)
     return TicketSearch([item["doc"] for item in items], total, paginator)
 

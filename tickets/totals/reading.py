@@ -35,18 +35,19 @@ def exact_count(queryset, license, digest: str | None = None) -> int:
     `license` is the caller's License row as loaded for this request (its generation joined by the API's
     authentication, see `wiring.py`). One cache round trip when cached; an unreachable cache is a miss.
     `digest` names the counted set in the cache (TicketFilterSet.count_digest: equal digests, equal SQL);
-    without it, a digest of the compiled SQL. With it, the SQL is compiled only on a miss.
+    without it, a digest of the compiled SQL. With it, the SQL is compiled only on a miss, and `queryset` may be
+    a function that builds it, called only then (a search's page bound into its shape's SQL builds none).
     """
     sql = params = None
     if digest is None:
-        sql, params, digest = _prepared(queryset)
+        sql, params, digest = _prepared(_built(queryset))
     wanted = _loaded_generation(license)
     found = cache.get(count_key(license.pk, wanted, digest))
     if found is not None:
         registry.keep_registered(license.pk, digest)
         return found
     if sql is None:
-        sql, params = _sql(queryset)
+        sql, params = _sql(_built(queryset))
     return _missed(license, sql, params, digest, wanted)
 
 
@@ -71,6 +72,10 @@ def exact_counts(querysets, license, digests=None) -> list[int]:
         else:
             counts.append(_missed(license, *_sql(queryset), digest, wanted))
     return counts
+
+
+def _built(queryset):
+    return queryset() if callable(queryset) else queryset
 
 
 def _prepared(queryset) -> tuple[str, tuple, str]:
