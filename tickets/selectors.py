@@ -7,7 +7,8 @@
 2. the teams, tags and agents the filters name must be the license's: one query, only when the search names
    any (a 400 naming the parameter otherwise);
 3. the page: one statement that returns the finished documents (tickets.output), with their events when
-   `eventsScope=all` (one more query);
+   `eventsScope=all` (one more query); on PostgreSQL its keys' SQL is bound into the search's shape, compiled
+   once per process (tickets.search_shapes);
 4. the total: `tickets.totals.exact_count` of the filtered tickets (or, for a team inbox, of the team's links,
    `TicketFilterSet.count_queryset`), from the cache unless a write to the license made it stale.
 """
