@@ -472,6 +472,8 @@ class TicketFilterSet(StrictFilterSet):
         )
         return copies.filter(search.query_q(query, languages, TicketSearchCopy._meta.db_table))
 
+    recorded = False  # whether what the filters record for count_digest is recorded without them running
+
     # What the documents carry, not which tickets are counted: a search with its events shares the total of the
     # same search without them (as when the key was the counted SQL's digest).
     NOT_COUNTED = frozenset({"eventsScope"})
@@ -486,7 +488,8 @@ class TicketFilterSet(StrictFilterSet):
         `query`, the custom fields' types for `customFields`). A value whose repr is not its content (an
         object's address) gives None. Measured (bench/README.md, issue 34, bench/cpu.py --instructions, 10
         requests): compiling the count's SQL only to digest it cost the inbox search 0.7 M (9.88 M -> 9.17 M)."""
-        self.qs  # noqa: B018 - the filters have run: moments resolved, parts recorded
+        if not self.recorded:  # (tickets.search_shapes records them without running the filters)
+            self.qs  # noqa: B018 - the filters have run: moments resolved, parts recorded
         data = self.form.cleaned_data
         tz = data.get("timezone") or datetime.UTC
         now = getattr(self, "_relative_dates_now", None)

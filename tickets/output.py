@@ -51,10 +51,17 @@ def _page_sql(keys_sql: str, descending: bool) -> str:
         ORDER BY k.sort_value {direction}, k.id {direction}"""
 
 
-def _page_postgresql(page_queryset, sort_field: str, keep_json: bool = False) -> list[dict]:
+def page_keys_sql(page_queryset, sort_field: str) -> tuple[str, tuple, bool]:
+    """The SQL selecting the page's (ID, sort value), its parameters, and whether it walks descending."""
     keys = page_queryset.values_list("id", sort_field)
-    keys_sql, params = keys.query.sql_with_params()
-    descending = _is_descending(page_queryset)
+    return (*keys.query.sql_with_params(), _is_descending(page_queryset))
+
+
+def _page_postgresql(page_queryset, sort_field: str, keep_json: bool = False) -> list[dict]:
+    return _page_from_keys(*page_keys_sql(page_queryset, sort_field), sort_field, keep_json)
+
+
+def _page_from_keys(keys_sql: str, params, descending: bool, sort_field: str, keep_json: bool) -> list[dict]:
     with connections[read_alias()].cursor() as cursor:  # a replica's, inside a designated read
         cursor.execute(_page_sql(keys_sql, descending), params)
         rows = cursor.fetchall()
@@ -157,6 +164,15 @@ def ticket_page(page_queryset, sort_field: str, *, events: bool = False, license
         items = _page_postgresql(page_queryset, sort_field, keep_json=events)
     else:
         items = _page_python(page_queryset, sort_field)
+    return _with_events(items, license_id) if events and items else items
+
+
+def ticket_page_from_keys(
+    keys_sql: str, params, descending: bool, sort_field: str, *, events: bool = False, license_id=None
+) -> list[dict]:
+    """`ticket_page` of the page whose keys `keys_sql` selects (PostgreSQL; `page_keys_sql` of its queryset, or
+    the same statement compiled once per search shape, tickets.search_shapes)."""
+    items = _page_from_keys(keys_sql, params, descending, sort_field, keep_json=events)
     return _with_events(items, license_id) if events and items else items
 
 

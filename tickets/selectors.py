@@ -7,7 +7,8 @@
 2. the teams, tags and agents the filters name must be the license's: one query, only when the search names
    any (a 400 naming the parameter otherwise);
 3. the page: one statement that returns the finished documents (tickets.output), with their events when
-   `eventsScope=all` (one more query);
+   `eventsScope=all` (one more query); on PostgreSQL its keys' SQL is bound into the search's shape, compiled
+   once per process (tickets.search_shapes);
 4. the total: `tickets.totals.exact_count` of the filtered tickets (or, for a team inbox, of the team's links,
    `TicketFilterSet.count_queryset`), from the cache unless a write to the license made it stale.
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
+from django.db import connection
 from django.db.models import CharField, Value
 from django.http import QueryDict
 from django_filters.utils import translate_validation
@@ -24,10 +26,10 @@ from rest_framework.exceptions import ValidationError
 
 from accounts.models import License
 from helpdesk.api.pagination import PAGINATION_PARAMS, KeysetPagination
-from tickets import totals
+from tickets import search_shapes, totals
 from tickets.filters import TicketFilterSet
 from tickets.models import Ticket
-from tickets.output import ticket_page
+from tickets.output import ticket_page, ticket_page_from_keys
 
 SORT_FIELDS = {"createdAt": "created_at", "updatedAt": "updated_at", "lastMessageAt": "last_message_at"}
 
@@ -82,12 +84,18 @@ def ticket_search(license: License, params: QueryDict, *, check_ids: bool = True
     """Search the license's tickets with the query parameters `params` (the contract's, see tickets.filters and
     helpdesk.api.pagination); a ValidationError (400) names the first invalid parameter."""
     filterset, paginator = ticket_filterset(license, params, check_ids=check_ids)
-    tickets = filterset.qs
     with_events = filterset.form.cleaned_data["eventsScope"] == "all"
-    items = paginator.page(
-        tickets,
-        fetch=lambda page: ticket_page(page, paginator.sort_field, events=with_events, license_id=license.pk),
-    )
+    if connection.vendor == "postgresql":  # the page's keys: SQL compiled once per search shape
+        keys = search_shapes.keys_sql(license, filterset, paginator)
+        rows = ticket_page_from_keys(*keys, paginator.sort_field, events=with_events, license_id=license.pk)
+        items = paginator.page_rows(rows, Ticket)
+    else:
+        items = paginator.page(
+            filterset.qs,
+            fetch=lambda page: ticket_page(
+                page, paginator.sort_field, events=with_events, license_id=license.pk
+            ),
+        )
     total = ticket_count(license, filterset)
     return TicketSearch([item["doc"] for item in items], total, paginator)
 

@@ -192,26 +192,36 @@ class KeysetPagination(BasePagination):
         """The items of the parsed page of `queryset`, in the request's order, fetched by `fetch(page_queryset)`
         (default: `fetch_page`) in one query. Call `parse` first."""
         fetch = fetch or self.fetch_page
+        return self.page_rows(fetch(self.page_queryset(queryset)), queryset.model)
+
+    def page_queryset(self, queryset):
+        """The ordered, sliced queryset of the parsed page (``pageSize + 1`` rows in the walk's order); a 400 for
+        an invalid cursor ID. What `page` fetches; `page_rows` then makes the page of its rows."""
         model = queryset.model
-        self.pk_name = model._meta.pk.attname
         descending = self.order == "desc"
         size = self.page_size
-
         if self.cursor is None:
             offset = (self.page_number - 1) * size
-            rows = fetch(queryset.order_by(*self._ordering(descending))[offset : offset + size + 1])
+            return queryset.order_by(*self._ordering(descending))[offset : offset + size + 1]
+        forward = self.cursor.direction == "next"
+        op = "<" if descending == forward else ">"
+        condition = RowCompare(
+            F(self.sort_field), F("pk"), op, self._cursor_value(model), self._cursor_pk(model)
+        )
+        walk_descending = descending if forward else not descending
+        return queryset.filter(condition).order_by(*self._ordering(walk_descending))[: size + 1]
+
+    def page_rows(self, rows: list, model) -> list:
+        """The page's items from the rows `page_queryset` selects (fetched in its order), in the request's order;
+        sets `has_next` and `has_prev` for the headers."""
+        self.pk_name = model._meta.pk.attname
+        size = self.page_size
+        if self.cursor is None:
             self.has_next, self.has_prev = len(rows) > size, self.page_number > 1
             items = rows[:size]
         else:
-            forward = self.cursor.direction == "next"
-            op = "<" if descending == forward else ">"
-            condition = RowCompare(
-                F(self.sort_field), F("pk"), op, self._cursor_value(model), self._cursor_pk(model)
-            )
-            walk_descending = descending if forward else not descending
-            rows = fetch(queryset.filter(condition).order_by(*self._ordering(walk_descending))[: size + 1])
             more, items = len(rows) > size, rows[:size]
-            if forward:
+            if self.cursor.direction == "next":
                 self.has_next, self.has_prev = more, True
             else:
                 items.reverse()
@@ -399,7 +409,7 @@ class KeysetPagination(BasePagination):
             field = models.DateTimeField()
         value = self.cursor.value
         literal = Value(value, output_field=field)
-        if value.microsecond % 1000 or value > datetime.datetime.max.replace(tzinfo=datetime.UTC) - ONE_MS:
+        if not self.cursor_refined():
             return literal
         try:
             pk = model._meta.pk.to_python(self.cursor.pk)
@@ -409,6 +419,14 @@ class KeysetPagination(BasePagination):
             pk=pk, **{f"{self.sort_field}__gte": value, f"{self.sort_field}__lt": value + ONE_MS}
         ).values(self.sort_field)[:1]
         return Coalesce(Subquery(stored, output_field=field), literal, output_field=field)
+
+    def cursor_refined(self) -> bool:
+        """Whether the cursor's value is refined to the stored value of its item (a millisecond value, see the
+        module docstring): the page's SQL then carries a subquery."""
+        value = self.cursor.value
+        return not (
+            value.microsecond % 1000 or value > datetime.datetime.max.replace(tzinfo=datetime.UTC) - ONE_MS
+        )
 
     def _ordering(self, descending: bool):
         if descending:

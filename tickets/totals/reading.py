@@ -37,8 +37,8 @@ def exact_count(queryset, license, digest: str | None = None) -> int:
     authentication, see `wiring.py`). One cache round trip when cached; an unreachable cache is a miss.
     `digest` names the counted set in the cache (TicketFilterSet.count_digest: equal digests, equal SQL);
     without it, a digest of the compiled SQL. With it, the SQL is compiled only on a miss, and `queryset` may be
-    a function that returns it, then called only on a miss (a full-text total's queryset over the tickets' copy
-    cost ~160 us to build, TicketFilterSet.count_queryset).
+    a function that builds it, called only then (a search's page bound into its shape's SQL builds none; a
+    full-text total's queryset over the tickets' copy cost ~160 us to build, TicketFilterSet.count_queryset).
     """
     sql = params = None
     if digest is None:
