@@ -130,6 +130,10 @@ FILTERED = [
     ("newTickets", "teamIDs[]"), ("newTickets", "agentIDs[]"), ("newTickets24", "agentIDs[]"),
     ("status", "agentIDs[]"), ("statusPerAgent", "agentIDs[]"), ("rating", "agentIDs[]"),
     ("ratingPerAgent", "agentIDs[]"), ("responseTime", "agentIDs[]"), ("resolutionTime", "teamIDs[]"),
+    ("newTickets24", "teamIDs[]"), ("status", "teamIDs[]"), ("rating", "teamIDs[]"), ("ticketSources24", "teamIDs[]"),
+    ("responseTime", "teamIDs[]"), ("responseTime24", "teamIDs[]"), ("resolutionTime24", "teamIDs[]"),
+    ("resolutionTime", "agentIDs[]"), ("responseTime24", "agentIDs[]"), ("resolutionTime24", "agentIDs[]"),
+    ("newTickets", "teamIDs[] x2"),
 ]  # fmt: skip
 
 
@@ -150,14 +154,23 @@ def time_reports(license: License, runs: int, names: list[str], filtered: bool) 
             if name.startswith("status"):
                 params["status"] = "open"
             lists = {by: [str(team.pk if by == "teamIDs[]" else agent.pk)]} if by else {}
+            if by == "teamIDs[] x2":  # two teams: tickets visible to either
+                lists = {
+                    "teamIDs[]": [
+                        str(pk) for pk in license.teams.order_by("pk").values_list("pk", flat=True)[:2]
+                    ]
+                }
             cells += _timed(name, params, lists, license, runs)
-        label = f"{name} ({by[:-2]}: one)" if by else name
+        label = (
+            (f"{name} ({by[:-2]}: one)" if by != "teamIDs[] x2" else f"{name} (teamIDs: two)") if by else name
+        )
         print(f"{label:40} {cells[0]:12.1f} {cells[1]:8.1f} {cells[2]:13.1f} {cells[3]:8.1f}", flush=True)
 
 
 class Writer(threading.Thread):
     """`rate` writes a second on the seeded license through the services (each its own transaction, as the
-    API's): a new ticket from a client, an agent's reply, a solve or a reassignment, in turn."""
+    API's): a new ticket from a client, an agent's reply, a solve, a reassignment or a change of its teams (after
+    its solve: its resolution's rows move to the new assignee's and teams'), in turn."""
 
     def __init__(self, license: License, rate: float):
         super().__init__(daemon=True)
@@ -174,13 +187,13 @@ class Writer(threading.Thread):
         # the seeded tickets took their numbers without the license's sequence: start the writer's after them
         last = self.license.tickets.aggregate(n=Max("number"))["n"] or 0
         TicketSequence.objects.update_or_create(license=self.license, defaults={"last_number": last})
-        agents = list(self.license.agents.all())
+        agents, teams = list(self.license.agents.all()), list(self.license.teams.all())
         rng, made = random.Random(33), []
         next_at = time.perf_counter()
         with acting_as(SYSTEM):
             while not self.stop.is_set():
                 started = time.perf_counter()
-                kind = self.done % 4
+                kind = self.done % 5
                 if kind == 0 or not made:
                     made.append(services.ticket_create(
                         license=self.license, subject="writer", requester={"email": "w@example.com"},
@@ -192,8 +205,10 @@ class Writer(threading.Thread):
                     )
                 elif kind == 2:
                     services.ticket_update(ticket=made[-1], status="solved", force=True)
-                else:
+                elif kind == 3:
                     services.ticket_update(ticket=made[-1], assignment={"agent": rng.choice(agents)})
+                else:
+                    services.ticket_update(ticket=made[-1], teams=rng.sample(teams, 2))
                 self.spent.append((time.perf_counter() - started) * 1000)
                 self.done += 1
                 next_at += 1 / self.rate
@@ -214,6 +229,11 @@ def write_cost() -> None:
             owner_email="reports-cost@example.com", company_name="Reports write cost"
         )
     agent = license.agents.order_by("created_at").first()
+    team = license.teams.exclude(pk=license.default_team_id).first()
+    if team is None:  # one other than the default team, which every new ticket is visible to
+        from tests.factories import TeamFactory
+
+        team = TeamFactory(license=license, name="Cost team")
     for receiver in (True, False):
         if not receiver:
             events_recorded.disconnect(dispatch_uid="tickets.reports.metrics")
@@ -226,7 +246,20 @@ def write_cost() -> None:
                 services.ticket_update(ticket=ticket, author_agent=agent, message={"text": "answer"})
             with CaptureQueriesContext(connection) as solve:
                 services.ticket_update(ticket=ticket, status="solved", force=True)
-        print(f"metrics {'on ' if receiver else 'off'}: reply {len(reply)} statements, solve {len(solve)}")
+            with CaptureQueriesContext(connection) as assign:  # after the solve: its resolution's rows follow
+                services.ticket_update(ticket=ticket, assignment={"agent": agent})
+            with CaptureQueriesContext(connection) as teams:
+                services.ticket_update(ticket=ticket, teams=[team])
+            fresh = services.ticket_create(
+                license=license, subject="cost", requester={"email": "x@example.com"}, message={"text": "hi"},
+                author_type="client",
+            )  # fmt: skip
+            with CaptureQueriesContext(connection) as assign_new:  # never solved: nothing to re-count
+                services.ticket_update(ticket=fresh, assignment={"agent": agent})
+        print(
+            f"metrics {'on ' if receiver else 'off'}: reply {len(reply)} statements, solve {len(solve)}, "
+            f"assignment {len(assign_new)} (after a solve {len(assign)}), teams after a solve {len(teams)}"
+        )
     events_recorded.connect(wiring.on_events_recorded, dispatch_uid="tickets.reports.metrics")
 
 

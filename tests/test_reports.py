@@ -560,15 +560,80 @@ def test_reports_of_some_agents_from_the_rollups_equal_the_reports_from_the_rows
         for name, (rolled, rows) in every_report(owner, monkeypatch, lists, **params).items():
             # then they are the same
             assert rolled == rows, (name, agents, zone, interval)
-    # and the assignee's reports came from the rollups; the responder's, the solver's and the teams' did not
+    # and the assignee's reports came from the rollups (the times' from their current-assignee rows); the
+    # responder's and the solver's per agent, and the teams', did not
     query = _query(owner, {**wide, "agentIDs[]": [str(x.pk)]})
     for name in ("newTickets", "newTickets24", "status", "status24", "statusPerAgent", "rating", "rating24",
-                 "ratingPerAgent"):  # fmt: skip
+                 "ratingPerAgent", "responseTime", "responseTime24", "resolutionTime", "resolutionTime24"):  # fmt: skip
         assert real_covers(REPORTS[name], _query(owner, {**wide, "agentIDs[]": [str(x.pk)]}, name)), name
-    for name in ("responseTime", "resolutionTime", "ratingPerTeam", "statusPerTeam", "ticketSources24"):
+    for name in ("responseTimePerAgent", "resolutionTimePerAgent", "responseTimePerTeam", "ratingPerTeam",
+                 "statusPerTeam", "ticketSources24"):  # fmt: skip
         assert not real_covers(REPORTS[name], _query(owner, {**wide, "agentIDs[]": [str(x.pk)]}, name)), name
-    assert not real_covers(REPORTS["newTickets"], _query(owner, {**wide, "teamIDs[]": [str(team.pk)]}))
     assert query.agent_ids and served
+
+
+def _teams_history(owner, history):
+    """The history's tickets and more, visible to one team, to two, to none of the listed; reassigned and
+    re-teamed after their responses and solves (their rows follow the ticket as it is now)."""
+    lic, x, y = owner.license, history["x"], history["y"]
+    t1, t2, t3 = history["team"], TeamFactory(license=lic), TeamFactory(license=lic)
+    a, b, c = history["tickets"]
+    with time_machine.travel(at("2026-03-03T10:00"), tick=False):
+        services.ticket_rate(ticket=a, score="good")
+        services.ticket_rate(ticket=c, score="bad")
+    update_at("2026-03-03T11:00", a, teams=[t1, t2])  # solved twice, then visible to two teams
+    update_at("2026-03-03T11:05", b, assignment={"agent": x})  # solved by y, now x's
+    update_at("2026-03-03T11:10", c, teams=[t2], assignment={"agent": y, "team": t3})  # t3 joins its links
+    both = ticket_at("2026-03-02T15:00", license=lic, teams=[t1, t2], assignment={"agent": y})
+    reply_at("2026-03-02T15:30", both, y)
+    update_at("2026-03-02T18:00", both, status="solved", force=True)
+    update_at("2026-03-03T12:00", both, teams=[t2])  # leaves t1 after its solve
+    spam = ticket_at("2026-03-02T09:00", license=lic, teams=[t1], assignment={"agent": x})
+    reply_at("2026-03-02T09:20", spam, x)
+    update_at("2026-03-02T09:30", spam, silo="spam")  # out of the reports, its links kept
+    ticket_at("2026-03-03T07:30", license=lic, teams=[t3])
+    return t1, t2, t3, spam
+
+
+def test_reports_of_some_teams_from_the_rollups_equal_the_reports_from_the_rows(owner, history, monkeypatch):
+    from tickets.reports import rollups
+
+    # given tickets visible to one team and to several, whose links and assignees changed after they counted
+    t1, t2, t3, _ = _teams_history(owner, history)
+    wide = {"from": "2026-02-25", "to": "2026-03-10"}
+    ragged = {"from": "2026-03-02T08:30:00Z", "to": "2026-03-03T09:30:00Z"}
+    served = []
+    real_covers = rollups.covers
+    monkeypatch.setattr(
+        rollups, "covers", lambda report, query: served.append(report.name) or real_covers(report, query)
+    )
+    for teams, zone, range_, interval in itertools.product(
+        ([t1], [t2], [t3], [t1, t2], [t1, t2, t3]), ("UTC", "America/New_York"), (RANGE, wide, ragged),
+        ("hour", "day"),
+    ):  # fmt: skip
+        # when every report of those teams (any of them: a ticket visible to two counts once) is read both ways
+        params = {**range_, "timezone": zone, "interval": interval}
+        lists = {"teamIDs[]": [str(team.pk) for team in teams]}
+        for name, (rolled, rows) in every_report(owner, monkeypatch, lists, **params).items():
+            # then they are the same
+            assert rolled == rows, (name, teams, zone, interval)
+    # and the series and the hours of the day came from the rollups; per agent or team, or with agents, not
+    ids = {"teamIDs[]": [str(t1.pk), str(t2.pk)]}
+    for name in ("newTickets", "newTickets24", "status", "status24", "rating", "rating24", "responseTime",
+                 "responseTime24", "resolutionTime", "resolutionTime24", "ticketSources24"):  # fmt: skip
+        assert real_covers(REPORTS[name], _query(owner, {**wide, **ids}, name)), name
+    for name in ("statusPerAgent", "statusPerTeam", "ratingPerAgent", "responseTimePerTeam"):
+        assert not real_covers(REPORTS[name], _query(owner, {**wide, **ids}, name)), name
+    agent = {"agentIDs[]": [str(history["x"].pk)]}
+    assert not real_covers(REPORTS["newTickets"], _query(owner, {**wide, **ids, **agent}))
+    assert served
+    assert_rollups_recount(owner.license.pk)
+    # and the numbers are the tickets': a ticket visible to both teams once (a, c, both; b is the default team's)
+    counts = report(owner, "newTickets", **RANGE, **ids)["summary"]["count"]
+    assert counts == Ticket.objects.filter(
+        license=owner.license, created_at__gte=at("2026-03-02T00:00"), created_at__lt=at("2026-03-04T00:00"),
+        teams__in=[t1, t2], silo__in=["tickets", "archive"],
+    ).distinct().count() == 3  # fmt: skip
 
 
 def _query(persona, params, name="newTickets"):
@@ -652,6 +717,49 @@ def test_rollups_follow_silo_moves_purges_and_deleted_assignees(owner, history):
     with time_machine.travel(at("2026-06-01T00:00"), tick=False):
         accounts_services.team_delete(team=history["team"])
     assert_rollups_recount(owner.license.pk)
+    assert rollups.rebuild(owner.license.pk) > 0
+    assert_rollups_recount(owner.license.pk)
+
+
+def test_rollups_follow_team_links_assignees_silo_moves_purges_and_team_deletions(owner, history):
+    from accounts import services as accounts_services
+    from tickets import purge
+    from tickets.reports import rollups
+    from tickets.reports.models import ReportRollup
+
+    # given tickets visible to one, two and three teams, re-teamed and reassigned after they were counted
+    t1, t2, t3, spam = _teams_history(owner, history)
+    a, b, c = history["tickets"]
+    assert_rollups_recount(owner.license.pk)
+    kept = rollups.stored(owner.license.pk)
+    # when a ticket visible to three teams moves to the trash and back, and another is purged
+    abc = ticket_at("2026-03-02T20:00", license=owner.license, teams=[t1, t2, t3])
+    update_at("2026-03-02T20:30", abc, status="solved", force=True)
+    with time_machine.travel(at("2026-03-04T10:00"), tick=False):
+        services.ticket_delete(ticket=abc)
+        services.ticket_update(ticket=abc, silo="tickets")
+        services.ticket_update(ticket=abc, teams=[t3], assignment={"agent": history["y"]})
+        services.ticket_delete(ticket=c)
+    assert_rollups_recount(owner.license.pk)
+    # and when teams are deleted (their links go: in spam too), a ticket comes back from spam and a purge runs
+    with time_machine.travel(at("2026-03-05T10:00"), tick=False):
+        accounts_services.team_delete(team=t1)
+        assert TicketMetrics.objects.get(ticket=spam).teams == ""
+        services.ticket_update(ticket=spam, silo="tickets")
+    assert_rollups_recount(owner.license.pk)
+    with time_machine.travel(at("2026-06-01T00:00"), tick=False):
+        assert not purge.purge_expired().skipped
+        accounts_services.team_delete(team=t3)
+    assert not Ticket.objects.filter(pk=c.pk).exists()
+    assert_rollups_recount(owner.license.pk)
+    with time_machine.travel(at("2026-06-01T00:00"), tick=False):
+        accounts_services.agent_delete(agent=history["y"])
+    # then the rollups the writes kept are a recount's, the sets without the deleted teams
+    assert_rollups_recount(owner.license.pk)
+    members = ReportRollup.objects.filter(license_id=owner.license.pk, metric="teams").exclude(count=0)
+    assert set(members.values_list("ident", flat=True)) <= {str(t2.pk), str(owner.license.default_team_id)}
+    assert TicketMetrics.objects.get(ticket=a).teams == str(t2.pk)
+    assert kept != rollups.stored(owner.license.pk)
     assert rollups.rebuild(owner.license.pk) > 0
     assert_rollups_recount(owner.license.pk)
 

@@ -42,6 +42,12 @@ class TicketMetrics(models.Model):
     assigned_team_id = models.UUIDField(null=True, blank=True)
     rated_at = models.DateTimeField(null=True, blank=True)
     rating = models.CharField(max_length=4, default="", db_default="")
+    # The teams the ticket is visible to (its team links, as `teamIDs[]` selects tickets): their IDs sorted,
+    # comma-joined; kept from the write's `teams` events as the copies above (tickets.reports.rollups).
+    teams = models.TextField(blank=True, default="", db_default="")
+    # Its resolutions (TicketResolution rows): a change of its assignee or teams re-counts their rows, read only
+    # when there are some (most tickets are assigned before they are solved: no statement).
+    resolved = models.PositiveIntegerField(default=0, db_default=0)
 
     class Meta:
         indexes = [
@@ -88,7 +94,9 @@ class ReportRollup(models.Model):
     `metric`: `new` (tickets created), `source` (`key`: the source), `status.<status>` (tickets created now in
     the status), `rating` (`key`: good/bad), `response` and `resolution` (`key`: the seconds' histogram bucket,
     tickets.reports.rollups.bucket). `dim`: "" the license's whole, "a" per agent, "t" per team (`ident`: the
-    agent's or team's ID, "" for none). Kept in the write's transaction (tickets.reports.wiring) by adding the
+    agent's or team's ID, "" for none); "c" per current assignee (response and resolution); "v" per set of teams
+    the ticket is visible to now (`ident`: the set's key, tickets.reports.rollups.team_set_key), the sets' members
+    under metric `teams`, dim "m" (`ident`: a team, `key`: a set's key, `count`: the tickets of that set). Kept in the write's transaction (tickets.reports.wiring) by adding the
     difference a write makes; rebuilt by `manage.py rebuild_report_rollups`. Zero rows may stay: they add 0.
     """
 
@@ -98,7 +106,7 @@ class ReportRollup(models.Model):
     grain = models.CharField(max_length=1, default="h")  # "h": `hour` is the hour's start; "d": the UTC day's
     hour = models.DateTimeField()
     ident = models.CharField(max_length=36, blank=True)
-    key = models.CharField(max_length=10, blank=True)
+    key = models.CharField(max_length=32, blank=True)
     count = models.BigIntegerField(default=0)
     seconds = models.FloatField(default=0)
 

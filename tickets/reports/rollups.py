@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import bisect
 import datetime
+import hashlib
 import uuid
 
 from django.conf import settings
@@ -49,6 +50,11 @@ BOUNDS = [RATIO**k for k in range(0, 129)]  # bucket 0: [0, 1 s); bucket k: [2^(
 EXACT_PERCENTILE_ROWS = 10_000
 UTC = datetime.UTC
 _ALL, _AGENT, _TEAM = "", "a", "t"
+# The ticket's current assignee (response, resolution: "a" names who answered and who solved there), and the set
+# of teams it is visible to now, whose members are the rows of metric TEAMS_METRIC, dim _MEMBER, hour EPOCH.
+_CURRENT_AGENT, _VISIBLE, _MEMBER = "c", "v", "m"
+TEAMS_METRIC = "teams"
+EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 HOUR, DAY = "h", "d"
 
 # Which metric each report family reads, by report name prefix.
@@ -66,6 +72,16 @@ def _hour(moment: datetime.datetime) -> datetime.datetime:
 
 def _ident(value) -> str:
     return "" if value is None else str(value)
+
+
+def team_set(text: str) -> tuple[str, ...]:
+    """TicketMetrics.teams -> the team IDs, sorted (whatever order or UUID spelling stored them)."""
+    return tuple(sorted(str(uuid.UUID(each)) for each in text.split(",") if each))
+
+
+def team_set_key(teams: tuple[str, ...]) -> str:
+    """A set of teams as one `ident` (a 128-bit digest: two sets of one license never share it); "" for none."""
+    return hashlib.blake2b(",".join(teams).encode(), digest_size=16).hexdigest() if teams else ""
 
 
 # --- writing ---------------------------------------------------------------------------------------------------
@@ -86,6 +102,7 @@ def state_of_metrics(metrics, created_at) -> dict:
         "response_seconds": metrics.first_response_seconds,
         "response_agent": metrics.first_response_agent_id,
         "response_team": metrics.first_response_team_id,
+        "teams": team_set(metrics.teams),
     }
 
 
@@ -118,6 +135,11 @@ def _three(add, metric, hour, key, agent, team, seconds=0.0):
     add(metric, _TEAM, hour, _ident(team), key, seconds)
 
 
+def _visible(add, metric, hour, key, teams, seconds=0.0):
+    """The row of the set of teams the ticket is visible to now (`teamIDs[]`)."""
+    add(metric, _VISIBLE, hour, team_set_key(teams), key, seconds)
+
+
 def contribution(state: dict | None, sign: int = 1, into: dict | None = None) -> dict:
     """{(metric, dim, grain, hour, ident, key): [count, seconds]} of one ticket's state (not its resolutions)."""
     found = {} if into is None else into
@@ -125,21 +147,32 @@ def contribution(state: dict | None, sign: int = 1, into: dict | None = None) ->
 
     if state is None or state["silo"] not in REPORTED_SILOS:
         return found
-    hour = _hour(state["created_at"])
+    hour, teams = _hour(state["created_at"]), state["teams"]
     add("new", _ALL, hour, "", "", 0.0)
     add("source", _ALL, hour, "", state["source"] or "", 0.0)
     _three(add, f"status.{state['status']}", hour, "", state["agent"], state["team"])
+    _visible(add, "new", hour, "", teams)
+    _visible(add, "source", hour, state["source"] or "", teams)
+    _visible(add, f"status.{state['status']}", hour, "", teams)
+    for team in teams:  # the set's members: one row per team (per hour: the day row is left out)
+        found_key = (TEAMS_METRIC, _MEMBER, HOUR, EPOCH, team, team_set_key(teams))
+        found.setdefault(found_key, [0, 0.0])[0] += sign
     if state["rated_at"] is not None and state["rating"] in ("good", "bad"):
         _three(add, "rating", _hour(state["rated_at"]), state["rating"], state["agent"], state["team"])
+        _visible(add, "rating", _hour(state["rated_at"]), state["rating"], teams)
     if state["response_at"] is not None:
         seconds = state["response_seconds"] or 0.0
         _three(add, "response", _hour(state["response_at"]), str(bucket(seconds)), state["response_agent"],
                state["response_team"], seconds)  # fmt: skip
+        hour, key = _hour(state["response_at"]), str(bucket(seconds))
+        _visible(add, "response", hour, key, teams, seconds)
+        add("response", _CURRENT_AGENT, hour, _ident(state["agent"]), key, seconds)
     return found
 
 
-def resolution_contribution(resolutions, sign: int = 1, into: dict | None = None) -> dict:
-    """The same of resolutions: objects or dicts with solved_at, seconds, agent_id, team_id."""
+def resolution_contribution(resolutions, sign: int = 1, into: dict | None = None, now=None) -> dict:
+    """The same of resolutions: objects or dicts with solved_at, seconds, agent_id, team_id; `now`: their
+    ticket's (current assignee, visible teams), else each dict's `current_agent` and `teams` (the text)."""
     found = {} if into is None else into
     add = _adder(found, sign)
     for each in resolutions:
@@ -147,6 +180,10 @@ def resolution_contribution(resolutions, sign: int = 1, into: dict | None = None
         seconds = get("seconds") or 0.0
         _three(add, "resolution", _hour(get("solved_at")), str(bucket(seconds)), get("agent_id"),
                get("team_id"), seconds)  # fmt: skip
+        agent, teams = now if now is not None else (get("current_agent"), team_set(get("teams") or ""))
+        hour, key = _hour(get("solved_at")), str(bucket(seconds))
+        _visible(add, "resolution", hour, key, teams, seconds)
+        add("resolution", _CURRENT_AGENT, hour, _ident(agent), key, seconds)
     return found
 
 
@@ -193,28 +230,76 @@ def forget(license_id: int, ticket_ids) -> None:
     reported = TicketResolution.objects.filter(
         license_id=license_id, ticket_id__in=ticket_ids, silo__in=REPORTED_SILOS
     )
-    resolution_contribution(reported.values("solved_at", "seconds", "agent_id", "team_id"), -1, delta)
+    resolution_contribution(_resolved(reported), -1, delta)
     apply(license_id, {k: v for k, v in delta.items() if v[0] or v[1]})
+
+
+# What a resolution's rows read (its ticket's current assignee and teams through the ticket's metrics row).
+_RESOLVED = ("solved_at", "seconds", "agent_id", "team_id", "current_agent", "teams")
+_RESOLVED_EXPRESSIONS = {
+    "current_agent": F("ticket__metrics__assignee_id"),
+    "teams": F("ticket__metrics__teams"),
+}
+
+
+def _resolved(resolutions):
+    return resolutions.annotate(**_RESOLVED_EXPRESSIONS).values(*_RESOLVED)
 
 
 _CURRENT = ("rating",)  # and every status.*: the ticket's current assignee, which a deletion sets to none
 
 
+def _move(rows, dim: str, to: str, delta: dict) -> None:
+    """Rows of `dim` to the same rows of ident `to`."""
+    for row in rows:
+        for sign, who in ((-1, row.ident), (1, to)):
+            values = delta.setdefault((row.metric, dim, row.grain, row.hour, who, row.key), [0, 0.0])
+            values[0] += sign * row.count
+            values[1] += sign * row.seconds
+
+
 def unassign(license_id: int, dim: str, ident) -> None:
     """An agent (dim "a") or a team ("t") is deleted: its tickets' assignment becomes none (SET_NULL), so do
-    the rows of the metrics that read the current assignee, and the copies on the metrics rows."""
+    the rows of the metrics that read the current assignee (and an agent's "c" rows), and the copies on the
+    metrics rows; a team's links go too (`_unlink_team`)."""
     ident = _ident(ident)
     rows = ReportRollup.objects.filter(license_id=license_id, dim=dim, ident=ident)
     current = rows.filter(metric__startswith="status.") | rows.filter(metric__in=_CURRENT)
     delta: dict = {}
-    for row in current:
-        for sign, who in ((-1, ident), (1, "")):
-            values = delta.setdefault((row.metric, dim, row.grain, row.hour, who, row.key), [0, 0.0])
-            values[0] += sign * row.count
-            values[1] += sign * row.seconds
-    apply(license_id, delta)
+    _move(current, dim, "", delta)
+    if dim == _AGENT:
+        _move(ReportRollup.objects.filter(license_id=license_id, dim=_CURRENT_AGENT, ident=ident),
+              _CURRENT_AGENT, "", delta)  # fmt: skip
+    else:
+        _unlink_team(license_id, ident, delta)
+    apply(license_id, {k: v for k, v in delta.items() if v[0] or v[1]})
     field = "assignee_id" if dim == _AGENT else "assigned_team_id"
     TicketMetrics.objects.filter(license_id=license_id, **{field: ident}).update(**{field: None})
+
+
+def _unlink_team(license_id: int, team: str, delta: dict) -> None:
+    """A deleted team's links go with it (CASCADE): every set of teams holding it becomes the set without it,
+    its rows and its members' rows the other set's, and the metrics rows' copies of the links lose it."""
+    members = ReportRollup.objects.filter(license_id=license_id, metric=TEAMS_METRIC, dim=_MEMBER)
+    keys = set(members.filter(ident=team).values_list("key", flat=True))
+    sets: dict = {}
+    for row in members.filter(key__in=keys):
+        sets.setdefault(row.key, []).append(row)
+    for key, rows in sets.items():
+        smaller = tuple(sorted(row.ident for row in rows if row.ident != team))
+        count = next(row.count for row in rows if row.ident == team)  # every member's: the set's tickets
+        for member, change in [(row.ident, -row.count) for row in rows] + [(m, count) for m in smaller]:
+            member_key = key if change < 0 else team_set_key(smaller)
+            delta.setdefault((TEAMS_METRIC, _MEMBER, HOUR, EPOCH, member, member_key), [0, 0.0])[0] += change
+        visible = ReportRollup.objects.filter(license_id=license_id, dim=_VISIBLE, ident=key)
+        _move(visible, _VISIBLE, team_set_key(smaller), delta)
+    table, cut = TicketMetrics._meta.db_table, "replace(',' || teams || ',', %s, ',')"
+    with connection.cursor() as cursor:  # the sorted list without the team, in every silo
+        cursor.execute(
+            f"UPDATE {table} SET teams = CASE WHEN {cut} = ',' THEN '' ELSE substr({cut}, 2, length({cut}) - 2) "
+            "END WHERE license_id = %s AND teams LIKE %s",
+            [f",{team},"] * 3 + [license_id, f"%{team}%"],
+        )
 
 
 # --- rebuilding ------------------------------------------------------------------------------------------------
@@ -257,31 +342,59 @@ def expected(license_id: int, *, chunk: int = 20_000) -> dict:
         "first_response_seconds",
         "first_response_agent_id",
         "first_response_team_id",
+        "teams",
     ]
     rows = TicketMetrics.objects.filter(license_id=license_id).values_list("ticket__created_at", *names)
     for created_at, *values in rows.iterator(chunk_size=chunk):
         state = dict(zip(["silo", "status", "agent", "team", "rated_at", "rating", "source", "response_at",
-                          "response_seconds", "response_agent", "response_team"], values, strict=True))  # fmt: skip
+                          "response_seconds", "response_agent", "response_team", "teams"], values, strict=True))  # fmt: skip
+        state["teams"] = team_set(state["teams"])
         contribution(state | {"created_at": created_at}, 1, totals)
     resolutions = TicketResolution.objects.filter(license_id=license_id, silo__in=REPORTED_SILOS)
-    resolution_contribution(
-        resolutions.values("solved_at", "seconds", "agent_id", "team_id").iterator(chunk_size=chunk),
-        1,
-        totals,
-    )
+    resolution_contribution(_resolved(resolutions).iterator(chunk_size=chunk), 1, totals)
     return {k: v for k, v in totals.items() if v[0] or v[1]}
 
 
 def _copy_tickets(license_id: int) -> None:
-    metrics, tickets = TicketMetrics._meta.db_table, "tickets_ticket"
+    from tickets.models import TicketTeam
+
+    metrics, tickets, links = TicketMetrics._meta.db_table, "tickets_ticket", TicketTeam._meta.db_table
+    # the team links, sorted, on PostgreSQL in the same statement; SQLite's group_concat neither sorts nor spells
+    # UUIDs as Python does: through Python (`_copy_team_links`)
+    teams = (
+        f", teams = coalesce((SELECT string_agg(l.team_id::text, ',' ORDER BY l.team_id) FROM {links} l "
+        "WHERE l.ticket_id = t.id), '')"
+        if connection.vendor == "postgresql"
+        else ""
+    )
     with connection.cursor() as cursor:
         cursor.execute(
             f"UPDATE {metrics} SET silo = t.silo, status = t.status, assignee_id = t.assignment_agent_id, "
             "assigned_team_id = t.assignment_team_id, rated_at = t.rated_at, rating = t.rating_score, "
-            f"created_at = t.created_at FROM {tickets} t WHERE t.id = {metrics}.ticket_id "
+            f"created_at = t.created_at, resolved = (SELECT count(*) FROM {TicketResolution._meta.db_table} r "
+            f"WHERE r.ticket_id = t.id){teams} FROM {tickets} t WHERE t.id = {metrics}.ticket_id "
             f"AND {metrics}.license_id = %s",
             [license_id],
         )
+    if not teams:
+        _copy_team_links(license_id)
+
+
+def _copy_team_links(license_id: int) -> None:
+    from tickets.models import TicketTeam
+
+    links: dict = {}
+    for ticket_id, team_id in TicketTeam.objects.filter(license_id=license_id).values_list(
+        "ticket_id", "team_id"
+    ):
+        links.setdefault(ticket_id, []).append(str(team_id))
+    changed = []
+    for row in TicketMetrics.objects.filter(license_id=license_id).only("ticket_id", "teams"):
+        teams = ",".join(sorted(links.get(row.ticket_id, ())))
+        if row.teams != teams:
+            row.teams = teams
+            changed.append(row)
+    TicketMetrics.objects.bulk_update(changed, ["teams"], batch_size=1000)
 
 
 def stored(license_id: int) -> dict:
@@ -310,24 +423,32 @@ def _metrics(report: Report, query) -> list[str]:
     return [metric]
 
 
-# The metrics whose agent rows name the ticket's assignee now, as `agentIDs[]` selects tickets (the first
-# response's and the resolution's name who answered and who solved; `new` through the status.* metrics). The
-# team rows name the assigned team, which is not `teamIDs[]` (the teams a ticket is visible to): rows.
+# The metrics whose agent rows name the ticket's assignee now, as `agentIDs[]` selects tickets (`new` through
+# the status.* metrics). The first response's and the resolution's name who answered and who solved: their
+# current assignee is in their "c" rows. The team rows name the assigned team, which is not `teamIDs[]` (the
+# teams a ticket is visible to): the "v" rows, per set of visible teams.
 _BY_ASSIGNEE = ("new", "rating")
+_BY_CURRENT_AGENT = ("response", "resolution")
 
 
 def _assignee_filter(report: Report, query) -> bool:
     """Whether `agentIDs[]` alone is summed from the agent rows (the listed agents' rows: a ticket has one
-    assignee, so none counts twice)."""
+    assignee, so none counts twice): from the "a" rows, also per agent; from the "c" rows, not per agent or
+    team (they would need two agents per row)."""
     metric = metric_of(report, query)
+    if metric in _BY_CURRENT_AGENT:
+        return report.layout in (SERIES, HOURS)
     return (metric in _BY_ASSIGNEE or metric.startswith("status.")) and report.layout != TEAMS
 
 
 def covers(report: Report, query) -> bool:
     """Whether the rollups answer this report exactly as its rows would (counts) or within the histogram's
-    precision (percentiles): no ticket filter but `agentIDs[]` where the agent rows are the assignee's, whole
-    UTC hours at both ends, a whole-hour offset throughout."""
-    if report.name == "failedEmails" or query.team_ids or query.tag_ids or query.license_ids:
+    precision (percentiles): no ticket filter but `agentIDs[]` where the agent rows are the assignee's or
+    `teamIDs[]` alone (not per agent or team: the "v" rows hold no agent or team), whole UTC hours at both ends,
+    a whole-hour offset throughout."""
+    if report.name == "failedEmails" or query.tag_ids or query.license_ids:
+        return False
+    if query.team_ids and (query.agent_ids or report.layout not in (SERIES, HOURS)):
         return False
     if query.agent_ids and not _assignee_filter(report, query):
         return False
@@ -364,6 +485,10 @@ def run(report: Report, query, starts: list, edge_parts) -> tuple[dict, dict | N
     start, end = _ceil_hour(query.start), _hour(query.end)
     dim = {AGENTS: _AGENT, TEAMS: _TEAM}.get(report.layout, _AGENT if query.agent_ids else _ALL)
     listed = Q(ident__in=[str(agent) for agent in query.agent_ids]) if query.agent_ids else Q()
+    if query.agent_ids and metric_of(report, query) in _BY_CURRENT_AGENT:
+        dim = _CURRENT_AGENT
+    if query.team_ids:  # the sets holding any of the teams: each ticket counted once, as its rows' EXISTS
+        dim, listed = _VISIBLE, Q(ident__in=_sets_of(query.license_id, query.team_ids))
     if report.layout == HOURS:  # the hour of the day: hour rows only
         ranges = Q(grain=HOUR, hour__gte=start, hour__lt=end)
     elif report.layout == SERIES:
@@ -384,7 +509,7 @@ def run(report: Report, query, starts: list, edge_parts) -> tuple[dict, dict | N
         key = F("ident")
     if report.family == TIME and sql_percentiles() and (start, end) == (query.start, query.end):
         found, summary = _time_in_sql(rows.annotate(_key=key))  # no edges: every bucket whole in the rollups
-        if summary["count"] <= exact_limit():
+        if _exact_from_rows(summary["count"], query, metrics[0], ranges):
             return None  # few rows: their exact percentiles cost less than the target
         found = {_wall(bucket_key, report, query): values for bucket_key, values in found.items()}
         if report.layout not in (SERIES, HOURS):
@@ -398,7 +523,9 @@ def run(report: Report, query, starts: list, edge_parts) -> tuple[dict, dict | N
         if piece[0] < piece[1]:
             for bucket_key, parts in edge_parts(*piece).items():
                 grouped.setdefault(_wall(bucket_key, report, query), []).extend(parts)
-    if report.family == TIME and sum(n for parts in grouped.values() for _, n, _ in parts) <= exact_limit():
+    if report.family == TIME and _exact_from_rows(
+        sum(n for parts in grouped.values() for _, n, _ in parts), query, metrics[0], ranges
+    ):
         return None  # few rows: their exact percentiles cost less than the target
     found = {key: _values(report, parts) for key, parts in grouped.items()}
     if report.layout not in (SERIES, HOURS):
@@ -407,6 +534,28 @@ def run(report: Report, query, starts: list, edge_parts) -> tuple[dict, dict | N
     if report.family == TIME:
         summary = _values(report, [part for parts in grouped.values() for part in parts])
     return found, summary
+
+
+def _exact_from_rows(count: int, query, metric: str, ranges) -> bool:
+    """Whether a time report of `count` rows reads them instead (exact percentiles): when they are few and, with
+    `teamIDs[]`/`agentIDs[]`, the license's rows in the range are few too, as the rows' statement reads them all
+    and filters them through their tickets (one agent's ~2,900 responses of 30 days among ~57,000 at 1M tickets:
+    460-490 ms from the rows, 4 ms from the rollups; bench/README.md, "Rollups, part 3")."""
+    if count > exact_limit():
+        return False
+    if not (query.team_ids or query.agent_ids):
+        return True
+    rows = ReportRollup.objects.filter(ranges, license_id=query.license_id, metric=metric, dim=_ALL)
+    return (rows.aggregate(n=Sum("count"))["n"] or 0) <= exact_limit()
+
+
+def _sets_of(license_id: int, team_ids):
+    """The keys of the sets of visible teams holding any of `team_ids` (a subquery)."""
+    members = ReportRollup.objects.filter(
+        license_id=license_id, metric=TEAMS_METRIC, dim=_MEMBER, grain=HOUR, hour=EPOCH,
+        ident__in=[str(team) for team in team_ids],
+    )  # fmt: skip
+    return members.values("key")
 
 
 def _sums(rows):

@@ -15,8 +15,9 @@ from tickets.reports.models import TicketMetrics, TicketResolution
 
 _RELEVANT = ("message", "status")
 # What else moves a ticket's rollups (tickets.reports.rollups): its silo, its assignee (status and rating per
-# agent and team) and its rating.
-_ROLLED = ("silo", "assignment", "rating")
+# agent and team; response and resolution per current assignee), its rating and its teams (every metric per set
+# of visible teams).
+_ROLLED = ("silo", "assignment", "rating", "teams")
 
 
 def fact(event) -> cycles.Fact:
@@ -58,6 +59,7 @@ def on_events_recorded(sender, *, ticket, events, created=False, **kwargs) -> No
     moved = metrics.silo != ticket.silo
     copies = _copies(metrics)
     rollups.copy_ticket(metrics, ticket)
+    metrics.teams = _teams(metrics, ticket, events, fresh=before is None)
     state = _state(metrics)
     solved = []
     if any(event.type in _RELEVANT for event in events):
@@ -67,22 +69,31 @@ def on_events_recorded(sender, *, ticket, events, created=False, **kwargs) -> No
             )
             if closed is not None:
                 solved.append(closed)
+    metrics.resolved += len(solved)
     if created:
         metrics.save(force_insert=True)
-    elif _state(metrics) != state or _copies(metrics) != copies:
+    elif _state(metrics) != state or _copies(metrics) != copies or solved:
         metrics.save()
     delta = rollups.contribution(before, -1)
     rollups.contribution(rollups.state_of_metrics(metrics, ticket.created_at), 1, delta)
     reported = ticket.silo in rollups.REPORTED_SILOS
-    # not an audited model: one UPDATE of the ticket's few resolutions; read only when they enter or leave
+    # not an audited model: one UPDATE of the ticket's few resolutions; read only when they enter or leave, or
+    # their ticket's assignee or teams (their "c" and "v" rows) change
     updated = (
         moved
         and not created
         and TicketResolution.objects.filter(ticket_id=ticket.pk).update(silo=ticket.silo)
     )
-    if updated and reported != was_reported:
-        earlier = TicketResolution.objects.filter(ticket_id=ticket.pk)
-        rollups.resolution_contribution(earlier, 1 if reported else -1, delta)
+    now_after = (metrics.assignee_id, rollups.team_set(metrics.teams))
+    now_before = None if before is None else (before["agent"], before["teams"])
+    if (updated and reported != was_reported) or (
+        metrics.resolved > len(solved) and reported and was_reported and now_before != now_after
+    ):
+        earlier = list(TicketResolution.objects.filter(ticket_id=ticket.pk))
+        if was_reported:
+            rollups.resolution_contribution(earlier, -1, delta, now=now_before)
+        if reported:
+            rollups.resolution_contribution(earlier, 1, delta, now=now_after)
     if solved:
         TicketResolution.objects.bulk_create(
             TicketResolution(
@@ -98,8 +109,21 @@ def on_events_recorded(sender, *, ticket, events, created=False, **kwargs) -> No
             for each in solved
         )
         if reported:
-            rollups.resolution_contribution(solved, 1, delta)
+            rollups.resolution_contribution(solved, 1, delta, now=now_after)
     rollups.apply(ticket.license_id, {key: v for key, v in delta.items() if v[0] or v[1]})
+
+
+def _teams(metrics, ticket, events, *, fresh: bool) -> str:
+    """The ticket's team links after this write: a new metrics row reads them (a new ticket's are prefetched,
+    tickets.services._link_new_ticket: no statement), else the copy moves by the `teams` events."""
+    if fresh:
+        teams = {str(team.pk) for team in ticket.teams.all()}
+    else:
+        teams = set(rollups.team_set(metrics.teams))
+        for event in events:
+            if event.type == "teams":
+                teams = (teams - set(event.payload["removed"])) | set(event.payload["added"])
+    return ",".join(sorted(teams))
 
 
 def _state(metrics) -> tuple:
@@ -108,4 +132,4 @@ def _state(metrics) -> tuple:
 
 def _copies(metrics) -> tuple:
     return (metrics.silo, metrics.status, metrics.assignee_id, metrics.assigned_team_id, metrics.rated_at,
-            metrics.rating)  # fmt: skip
+            metrics.rating, metrics.teams)  # fmt: skip
