@@ -51,6 +51,8 @@ UTC = datetime.UTC
 _ALL, _AGENT, _TEAM = "", "a", "t"
 HOUR, DAY = "h", "d"
 
+# The time metrics' business variants: the rows with business seconds (a ticket under an SLA policy), in them.
+BUSINESS = {"response": "response.business", "resolution": "resolution.business"}
 # Which metric each report family reads, by report name prefix.
 _METRICS = {"newTickets": "new", "responseTime": "response", "resolutionTime": "resolution", "rating": "rating",
             "ticketSources24": "source"}  # fmt: skip
@@ -86,6 +88,7 @@ def state_of_metrics(metrics, created_at) -> dict:
         "response_seconds": metrics.first_response_seconds,
         "response_agent": metrics.first_response_agent_id,
         "response_team": metrics.first_response_team_id,
+        "response_business": metrics.first_response_business_seconds,
     }
 
 
@@ -135,11 +138,15 @@ def contribution(state: dict | None, sign: int = 1, into: dict | None = None) ->
         seconds = state["response_seconds"] or 0.0
         _three(add, "response", _hour(state["response_at"]), str(bucket(seconds)), state["response_agent"],
                state["response_team"], seconds)  # fmt: skip
+        business = state.get("response_business")
+        if business is not None:
+            _three(add, BUSINESS["response"], _hour(state["response_at"]), str(bucket(business)),
+                   state["response_agent"], state["response_team"], business)  # fmt: skip
     return found
 
 
 def resolution_contribution(resolutions, sign: int = 1, into: dict | None = None) -> dict:
-    """The same of resolutions: objects or dicts with solved_at, seconds, agent_id, team_id."""
+    """The same of resolutions: objects or dicts with solved_at, seconds, business_seconds, agent_id, team_id."""
     found = {} if into is None else into
     add = _adder(found, sign)
     for each in resolutions:
@@ -147,6 +154,10 @@ def resolution_contribution(resolutions, sign: int = 1, into: dict | None = None
         seconds = get("seconds") or 0.0
         _three(add, "resolution", _hour(get("solved_at")), str(bucket(seconds)), get("agent_id"),
                get("team_id"), seconds)  # fmt: skip
+        business = get("business_seconds")
+        if business is not None:
+            _three(add, BUSINESS["resolution"], _hour(get("solved_at")), str(bucket(business)), get("agent_id"),
+                   get("team_id"), business)  # fmt: skip
     return found
 
 
@@ -193,7 +204,9 @@ def forget(license_id: int, ticket_ids) -> None:
     reported = TicketResolution.objects.filter(
         license_id=license_id, ticket_id__in=ticket_ids, silo__in=REPORTED_SILOS
     )
-    resolution_contribution(reported.values("solved_at", "seconds", "agent_id", "team_id"), -1, delta)
+    resolution_contribution(
+        reported.values("solved_at", "seconds", "business_seconds", "agent_id", "team_id"), -1, delta
+    )
     apply(license_id, {k: v for k, v in delta.items() if v[0] or v[1]})
 
 
@@ -257,15 +270,19 @@ def expected(license_id: int, *, chunk: int = 20_000) -> dict:
         "first_response_seconds",
         "first_response_agent_id",
         "first_response_team_id",
+        "first_response_business_seconds",
     ]
     rows = TicketMetrics.objects.filter(license_id=license_id).values_list("ticket__created_at", *names)
     for created_at, *values in rows.iterator(chunk_size=chunk):
         state = dict(zip(["silo", "status", "agent", "team", "rated_at", "rating", "source", "response_at",
-                          "response_seconds", "response_agent", "response_team"], values, strict=True))  # fmt: skip
+                          "response_seconds", "response_agent", "response_team", "response_business"], values,
+                         strict=True))  # fmt: skip
         contribution(state | {"created_at": created_at}, 1, totals)
     resolutions = TicketResolution.objects.filter(license_id=license_id, silo__in=REPORTED_SILOS)
     resolution_contribution(
-        resolutions.values("solved_at", "seconds", "agent_id", "team_id").iterator(chunk_size=chunk),
+        resolutions.values("solved_at", "seconds", "business_seconds", "agent_id", "team_id").iterator(
+            chunk_size=chunk
+        ),
         1,
         totals,
     )
@@ -296,7 +313,8 @@ def stored(license_id: int) -> dict:
 def metric_of(report: Report, query) -> str:
     if report.name.startswith("status"):
         return f"status.{query.status}"
-    return next(metric for prefix, metric in _METRICS.items() if report.name.startswith(prefix))
+    metric = next(metric for prefix, metric in _METRICS.items() if report.name.startswith(prefix))
+    return BUSINESS[metric] if query.clock == "business" else metric
 
 
 def _metrics(report: Report, query) -> list[str]:
