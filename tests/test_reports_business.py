@@ -285,3 +285,43 @@ def test_the_migration_backfills_business_seconds_and_their_rollups(owner, busin
     )
     assert sorted(TicketResolution.objects.values_list("ticket_id", "business_seconds")) == kept_solved
     assert_rollups_recount(owner.license.pk)
+
+
+def test_business_seconds_cost_a_write_no_statement(owner, monkeypatch):
+    from django.test.utils import CaptureQueriesContext
+
+    from helpdesk.transactions import unit_of_work
+    from tickets.sla import apply
+
+    # given an office-hours policy and two tickets under it, the second's business seconds not counted
+    hours = sla_services.business_hours_create(
+        license=owner.license, name="Warsaw", timezone="Europe/Warsaw", week=OFFICE
+    )
+    sla_services.sla_policy_create(
+        license=owner.license, name="Office", targets=TARGETS, business_hours_id=hours.pk
+    )
+    counts = {}
+    for counted in (True, False):
+        ticket = ticket_at("2026-03-06T15:00", license=owner.license, subject=f"counted {counted}")
+        counts[counted] = []
+        with monkeypatch.context() as patched:
+            if not counted:
+                patched.setattr(apply, "business_seconds", lambda ticket, start, end: None)
+            for moment, change in (
+                ("2026-03-09T09:30", {"author_agent": owner.agent, "message": {"text": "Answer"}}),
+                ("2026-03-09T15:00", {"status": "solved", "force": True}),
+            ):
+                with (
+                    time_machine.travel(at(moment), tick=False),
+                    unit_of_work(),
+                    CaptureQueriesContext(connection) as queries,
+                ):
+                    ticket = services.ticket_update(ticket=ticket, **change)
+                assert not any("tickets_slapolicy" in q["sql"] for q in queries.captured_queries)
+                counts[counted].append(len(queries.captured_queries))
+    # then the business seconds (1 h on Friday + 1 h 30 on Monday; 1 h + 7 h) are kept in the same statements
+    metrics = dict(TicketMetrics.objects.values_list("ticket__subject", "first_response_business_seconds"))
+    assert metrics == {"counted True": 9000.0, "counted False": None}
+    solved = dict(TicketResolution.objects.values_list("ticket__subject", "business_seconds"))
+    assert solved == {"counted True": 28800.0, "counted False": None}
+    assert counts[True] == counts[False]
