@@ -325,3 +325,24 @@ def test_business_seconds_cost_a_write_no_statement(owner, monkeypatch):
     solved = dict(TicketResolution.objects.values_list("ticket__subject", "business_seconds"))
     assert solved == {"counted True": 28800.0, "counted False": None}
     assert counts[True] == counts[False]
+
+
+def test_the_rebuild_command_checks_and_recounts_the_business_rollups(owner, business):
+    from django.core.management import CommandError, call_command
+
+    license = ["--license", str(owner.license.pk)]
+    call_command("rebuild_report_rollups", *license, "--check")  # what the writes kept is the recount
+    # given a business rollup row gone wrong
+    row = (
+        ReportRollup.objects.filter(license=owner.license, metric="resolution.business")
+        .exclude(count=0)
+        .first()
+    )
+    row.seconds += 60
+    row.save()
+    with pytest.raises(CommandError):
+        call_command("rebuild_report_rollups", *license, "--check")
+    # when the rollups are rebuilt, then they are right again
+    call_command("rebuild_report_rollups", *license)
+    call_command("rebuild_report_rollups", *license, "--check")
+    assert report(owner, "resolutionTime", **MARCH, clock="business")["summary"]["averageSeconds"] == 33600.0
