@@ -37,14 +37,19 @@ def backfill(apps, schema_editor):
             if not rows:
                 break
             last = rows[-1][0]
-            found = {pk: schedules[clock["policyID"]] for pk, clock, _ in rows if clock["policyID"] in schedules}
+            found = {
+                pk: schedules[clock["policyID"]] for pk, clock, _ in rows if clock["policyID"] in schedules
+            }
             created = {pk: created_at for pk, _, created_at in rows}
-            answered = list(TicketMetrics.objects.filter(ticket_id__in=found, first_response_at__isnull=False))
+            answered = list(
+                TicketMetrics.objects.filter(ticket_id__in=found, first_response_at__isnull=False)
+            )
+            made = {}  # this batch's contributions: every metric's, of which the business ones are kept
             for metrics in answered:
                 metrics.first_response_business_seconds = between(
                     found[metrics.ticket_id], metrics.first_client_message_at, metrics.first_response_at
                 )
-                rollups.contribution(rollups.state_of_metrics(metrics, created[metrics.ticket_id]), 1, delta)
+                rollups.contribution(rollups.state_of_metrics(metrics, created[metrics.ticket_id]), 1, made)
             TicketMetrics.objects.bulk_update(answered, ["first_response_business_seconds"])
             solved = list(TicketResolution.objects.filter(ticket_id__in=found))
             for resolution in solved:
@@ -52,12 +57,12 @@ def backfill(apps, schema_editor):
                     found[resolution.ticket_id], resolution.started_at, resolution.solved_at
                 )
             TicketResolution.objects.bulk_update(solved, ["business_seconds"])
-            rollups.resolution_contribution([r for r in solved if r.silo in rollups.REPORTED_SILOS], 1, delta)
-        business = sorted(
-            (key, values)
-            for key, values in delta.items()
-            if key[0] in rollups.BUSINESS.values() and (values[0] or values[1])
-        )
+            rollups.resolution_contribution([r for r in solved if r.silo in rollups.REPORTED_SILOS], 1, made)
+            for key, (count, seconds) in made.items():
+                if key[0] in rollups.BUSINESS.values():
+                    values = delta.setdefault(key, [0, 0.0])
+                    values[0], values[1] = values[0] + count, values[1] + seconds
+        business = sorted((key, values) for key, values in delta.items() if values[0] or values[1])
         for start in range(0, len(business), ROLLUP_ROWS):
             rollups.apply(license_id, dict(business[start : start + ROLLUP_ROWS]))
 

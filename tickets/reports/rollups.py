@@ -138,7 +138,7 @@ def contribution(state: dict | None, sign: int = 1, into: dict | None = None) ->
         seconds = state["response_seconds"] or 0.0
         _three(add, "response", _hour(state["response_at"]), str(bucket(seconds)), state["response_agent"],
                state["response_team"], seconds)  # fmt: skip
-        business = state.get("response_business")
+        business = state["response_business"]
         if business is not None:
             _three(add, BUSINESS["response"], _hour(state["response_at"]), str(bucket(business)),
                    state["response_agent"], state["response_team"], business)  # fmt: skip
