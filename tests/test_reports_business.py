@@ -346,3 +346,19 @@ def test_the_rebuild_command_checks_and_recounts_the_business_rollups(owner, bus
     call_command("rebuild_report_rollups", *license)
     call_command("rebuild_report_rollups", *license, "--check")
     assert report(owner, "resolutionTime", **MARCH, clock="business")["summary"]["averageSeconds"] == 33600.0
+
+
+def test_the_migration_recounts_every_rollup_of_a_license_that_has_none(owner, business):
+    # given an install upgraded from before 0022, whose rollups 0028 recounts: none yet, no business seconds
+    kept = sorted(TicketResolution.objects.values_list("ticket_id", "business_seconds"))
+    ReportRollup.objects.all().delete()
+    TicketResolution.objects.update(business_seconds=None)
+    # when the migration runs
+    importlib.import_module("tickets.migrations.0028_report_business_time").backfill(
+        django_apps, connection.schema_editor()
+    )
+    # then the business seconds are back and every rollup is the recount
+    assert sorted(TicketResolution.objects.values_list("ticket_id", "business_seconds")) == kept
+    assert ReportRollup.objects.filter(license=owner.license, metric="new").exists()
+    assert_rollups_recount(owner.license.pk)
+    assert report(owner, "resolutionTime", **MARCH, clock="business")["summary"]["count"] == 3
