@@ -8,7 +8,8 @@ license of N tickets with their metrics, and what the metrics cost a ticket writ
 
 Seeds once (PostgreSQL: INSERT ... SELECT generate_series, a year of tickets spread evenly whatever --tickets,
 70% answered within 2 hours, 60% solved within a day, 30% rated, 5 teams and 20 agents; the seconds scattered
-(number x 7919 mod the limit) so that every day holds responses and resolutions of every length), then prints
+(number x 7919 mod the limit) so that every day holds responses and resolutions of every length; two tickets in
+three as if under an SLA policy, their business seconds 0.3 x the calendar's), then prints
 p50/p95 (ms) of every report over the last 30 and 365 days, and the statements one reply-and-solve write runs
 with and without the metrics' receiver.
 """
@@ -79,12 +80,13 @@ def seed(n: int) -> License:
             f"""
             INSERT INTO tickets_ticketmetrics (ticket_id, license_id, source, first_client_message_at,
                 first_response_at, first_response_seconds, first_response_agent_id, first_response_team_id,
-                cycle_started_at, silo, created_at)
+                cycle_started_at, silo, created_at, first_response_business_seconds)
             SELECT id, license_id, (ARRAY['email','api','email','admin'])[1 + number %% 4], created_at,
                 CASE WHEN number %% 10 < 7 THEN created_at + (number * 7919 %% 7200) * interval '1 second' END,
                 CASE WHEN number %% 10 < 7 THEN (number * 7919 %% 7200)::float END,
                 CASE WHEN number %% 10 < 7 THEN ({agent_ids})[1 + number %% 20] END,
-                CASE WHEN number %% 10 < 7 THEN ({team_ids})[1 + number %% 5] END, NULL, silo, created_at
+                CASE WHEN number %% 10 < 7 THEN ({team_ids})[1 + number %% 5] END, NULL, silo, created_at,
+                CASE WHEN number %% 10 < 7 AND number %% 3 < 2 THEN (number * 7919 %% 7200) * 0.3 END
             FROM tickets_ticket WHERE license_id = %(lic)s
             """,
             {"lic": license.pk},
@@ -92,9 +94,10 @@ def seed(n: int) -> License:
         cursor.execute(
             """
             INSERT INTO tickets_ticketresolution (ticket_id, license_id, started_at, solved_at, seconds, agent_id,
-                team_id, silo)
+                team_id, silo, business_seconds)
             SELECT id, license_id, created_at, created_at + (number * 7919 %% 86400) * interval '1 second',
-                (number * 7919 %% 86400)::float, assignment_agent_id, assignment_team_id, silo
+                (number * 7919 %% 86400)::float, assignment_agent_id, assignment_team_id, silo,
+                CASE WHEN number %% 3 < 2 THEN (number * 7919 %% 86400) * 0.3 END
             FROM tickets_ticket WHERE license_id = %(lic)s AND number %% 10 < 6
             """,
             {"lic": license.pk},
@@ -137,7 +140,7 @@ FILTERED = [
 ]  # fmt: skip
 
 
-def time_reports(license: License, runs: int, names: list[str], filtered: bool) -> None:
+def time_reports(license: License, runs: int, names: list[str], filtered: bool, clock: str = "") -> None:
     from tickets.reports import api  # noqa: F401  (declares the reports)
     from tickets.reports.registry import REPORTS
 
@@ -145,6 +148,8 @@ def time_reports(license: License, runs: int, names: list[str], filtered: bool) 
     agent = license.agents.order_by("pk").first()
     print(f"{'report':40} {'30 days p50':>12} {'p95':>8} {'365 days p50':>13} {'p95':>8}   (ms)")
     cases = [(name, "") for name in sorted(REPORTS) if not names or name in names]
+    if clock:  # the time reports only, in that clock
+        cases = [(name, by) for name, by in cases if REPORTS[name].business_seconds]
     if filtered:
         cases += [case for case in FILTERED if not names or case[0] in names]
     for name, by in cases:
@@ -153,6 +158,8 @@ def time_reports(license: License, runs: int, names: list[str], filtered: bool) 
             params = {"from": f"-{days - 1}D", "to": "+1D"}  # whole local days (D): the rollups
             if name.startswith("status"):
                 params["status"] = "open"
+            if clock:
+                params["clock"] = clock
             lists = {by: [str(team.pk if by == "teamIDs[]" else agent.pk)]} if by else {}
             if by == "teamIDs[] x2":  # two teams: tickets visible to either
                 lists = {
@@ -216,18 +223,37 @@ class Writer(threading.Thread):
         own.close()
 
 
-def write_cost() -> None:
+def _cost_license(sla: bool) -> License:
+    """The write cost's license (the seeded license's tickets took no numbers from its sequence: another one);
+    `sla`: another, whose tickets are all under a policy in Mon-Fri 09:00-17:00 Europe/Warsaw business hours
+    (their first responses and resolutions are also counted in business seconds)."""
     from accounts import services as accounts_services
+
+    name = "Reports write cost" + (" (SLA)" if sla else "")
+    license = License.objects.filter(settings__companyName=name).first()
+    if license is None:
+        license = accounts_services.license_create(owner_email="reports-cost@example.com", company_name=name)
+        if sla:
+            from tickets.sla import services as sla_services
+
+            week = {day: [["09:00", "17:00"]] for day in ("mon", "tue", "wed", "thu", "fri")}
+            hours = sla_services.business_hours_create(
+                license=license, name="Office", timezone="Europe/Warsaw", week=week
+            )
+            sla_services.sla_policy_create(
+                license=license, name="Office", business_hours_id=hours.pk,
+                targets={"0": {"firstResponseMinutes": 60, "resolutionMinutes": 480}},
+            )  # fmt: skip
+    return license
+
+
+def write_cost(sla: bool = False) -> None:
     from helpdesk.context import SYSTEM, acting_as
     from tickets import services
     from tickets.reports import wiring
     from tickets.signals import events_recorded
 
-    license = License.objects.filter(settings__companyName="Reports write cost").first()
-    if license is None:  # the seeded license's tickets took no numbers from its sequence: another one
-        license = accounts_services.license_create(
-            owner_email="reports-cost@example.com", company_name="Reports write cost"
-        )
+    license = _cost_license(sla)
     agent = license.agents.order_by("created_at").first()
     team = license.teams.exclude(pk=license.default_team_id).first()
     if team is None:  # one other than the default team, which every new ticket is visible to
@@ -263,19 +289,14 @@ def write_cost() -> None:
     events_recorded.connect(wiring.on_events_recorded, dispatch_uid="tickets.reports.metrics")
 
 
-def cost_loop(writes: int, receiver: bool) -> None:
+def cost_loop(writes: int, receiver: bool, sla: bool = False) -> None:
     """`writes` times: a new ticket, an agent's reply and a solve (3 writes), with or without the receiver
     that keeps the metrics and the rollups; run under callgrind by `--instructions`."""
-    from accounts import services as accounts_services
     from helpdesk.context import SYSTEM, acting_as
     from tickets import services
     from tickets.signals import events_recorded
 
-    license = License.objects.filter(settings__companyName="Reports write cost").first()
-    if license is None:
-        license = accounts_services.license_create(
-            owner_email="reports-cost@example.com", company_name="Reports write cost"
-        )
+    license = _cost_license(sla)
     agent = license.agents.order_by("created_at").first()
     if not receiver:
         events_recorded.disconnect(dispatch_uid="tickets.reports.metrics")
@@ -289,10 +310,11 @@ def cost_loop(writes: int, receiver: bool) -> None:
             services.ticket_update(ticket=ticket, status="solved", force=True)
 
 
-def _callgrind(writes: int, receiver: bool) -> int:
+def _callgrind(writes: int, receiver: bool, sla: bool = False) -> int:
     command = [
         "valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
         os.path.abspath(__file__), "--cost-loop", str(writes), "--receiver", "on" if receiver else "off",
+        *(["--sla"] if sla else []),
     ]  # fmt: skip
     run = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
     found = re.search(r"Collected : (\d+)", run.stderr)
@@ -301,10 +323,10 @@ def _callgrind(writes: int, receiver: bool) -> int:
     return int(found.group(1))
 
 
-def instructions(writes: int) -> None:
+def instructions(writes: int, sla: bool = False) -> None:
     """Instructions per write (a create, a reply, a solve: their mean) with and without the receiver."""
     for receiver in (True, False):
-        spent = (_callgrind(writes, receiver) - _callgrind(0, receiver)) / (3 * writes)
+        spent = (_callgrind(writes, receiver, sla) - _callgrind(0, receiver, sla)) / (3 * writes)
         print(
             f"receiver {'on ' if receiver else 'off'}: {spent / 1e6:.2f} M instructions per write", flush=True
         )
@@ -326,12 +348,14 @@ def main() -> None:
     parser.add_argument("--no-cost", action="store_true", help="skip the statements a write costs")
     parser.add_argument("--cost-loop", type=int, default=-1, help=argparse.SUPPRESS)
     parser.add_argument("--receiver", default="on", help=argparse.SUPPRESS)
+    parser.add_argument("--sla", action="store_true", help="the write cost of tickets under an SLA policy")
+    parser.add_argument("--clock", default="", help="only the time reports, with this clock (business)")
     args = parser.parse_args()
     if args.cost_loop >= 0:
-        cost_loop(args.cost_loop, args.receiver == "on")
+        cost_loop(args.cost_loop, args.receiver == "on", args.sla)
         return
     if args.instructions:
-        instructions(args.instructions)
+        instructions(args.instructions, args.sla)
         return
     if args.write_for:  # the writer as a process of its own (in the timing process it would share its GIL)
         writer = Writer(
@@ -344,7 +368,7 @@ def main() -> None:
               f"p95 {spent[int(len(spent) * 0.95) - 1]:.0f} ms")  # fmt: skip
         return
     if args.cost_only:
-        write_cost()
+        write_cost(args.sla)
         return
     started = time.perf_counter()
     license = seed(args.tickets)
@@ -367,7 +391,7 @@ def main() -> None:
     if args.writer:
         writer = Writer(license, args.writer)
         writer.start()
-    time_reports(license, args.runs, [n for n in args.reports.split(",") if n], args.filtered)
+    time_reports(license, args.runs, [n for n in args.reports.split(",") if n], args.filtered, args.clock)
     if writer is not None:
         writer.stop.set()
         writer.join()
@@ -375,7 +399,7 @@ def main() -> None:
         print(f"writer: {writer.done} writes, p50 {statistics.median(spent):.0f} ms, "
               f"p95 {spent[int(len(spent) * 0.95) - 1]:.0f} ms")  # fmt: skip
     if not args.no_cost:
-        write_cost()
+        write_cost(args.sla)
 
 
 if __name__ == "__main__":

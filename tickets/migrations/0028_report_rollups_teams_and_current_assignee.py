@@ -5,13 +5,8 @@ from django.db import migrations, models
 
 def rebuild(apps, schema_editor):
     """The new rows (per set of visible teams, per current assignee) and the metrics rows' copies of the team
-    links and resolutions: the app's own rebuild (`manage.py rebuild_report_rollups`), as migration 0022's.
-    At 1M tickets: see bench/README.md ("Reports by team and by assignee")."""
-    from tickets.reports import rollups
-
-    License = apps.get_model("accounts", "License")
-    for license_id in License.objects.values_list("pk", flat=True).order_by("pk"):
-        rollups.rebuild(license_id)
+    links and resolutions: recounted by 0031_rebuild_report_rollups, after every column the current rebuild
+    reads exists (0028_report_business_time adds some)."""
 
 
 class Migration(migrations.Migration):

@@ -18,7 +18,7 @@ from helpdesk.api.tenancy import LicenseScopedViewSet
 from helpdesk.replicas import read_from_replica
 from tickets.models import STATUSES, Ticket
 from tickets.reports import definitions  # noqa: F401 - tickets' reports registered
-from tickets.reports.params import INTERVALS, RELATED, query_of
+from tickets.reports.params import CLOCKS, INTERVALS, RELATED, query_of
 from tickets.reports.registry import HOURS, REPORTS
 from tickets.reports.selectors import local_iso, run
 
@@ -156,6 +156,13 @@ def _parameters():
             str,
             enum=STATUSES,
             description="The status the `status*` reports count (required there).",
+        ),
+        OpenApiParameter(
+            "clock",
+            str,
+            enum=CLOCKS,
+            description="Time reports only (`responseTime*`, `resolutionTime*`): `calendar` (default) seconds, or "
+            "`business`: only tickets under an SLA policy, in seconds of its business hours (24/7: calendar).",
         ),
         *(
             OpenApiParameter(name, uuid_array, description=f"Only tickets of these {what}.")

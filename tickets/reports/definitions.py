@@ -47,7 +47,7 @@ _LAYOUTS = {"": SERIES, "24": HOURS, "PerAgent": AGENTS, "PerTeam": TEAMS}
 
 
 def _family(name, family, rows, at, description, *, suffixes, seconds="", agent="", team="", ticket="ticket",
-            silo="", needs_status=False):  # fmt: skip
+            silo="", needs_status=False, business_seconds=""):  # fmt: skip
     for suffix in suffixes:
         layout = _LAYOUTS[suffix]
         register(
@@ -59,6 +59,7 @@ def _family(name, family, rows, at, description, *, suffixes, seconds="", agent=
                 at=at,
                 description=description,
                 seconds=seconds,
+                business_seconds=business_seconds,
                 group={AGENTS: agent, TEAMS: team}.get(layout, ""),
                 ticket=ticket,
                 silo=silo,
@@ -73,11 +74,13 @@ _family(
     "First responses given: seconds from the client's first message to the first public agent reply.",
     suffixes=("", "24", "PerAgent", "PerTeam"), seconds="first_response_seconds",
     agent="first_response_agent_id", team="first_response_team_id", silo="silo",
+    business_seconds="first_response_business_seconds",
 )  # fmt: skip
 _family(
     "resolutionTime", TIME, _resolutions, "solved_at",
     "Resolutions: seconds from a ticket's creation (or reopening) to its first `solved` after it.",
     suffixes=("", "24", "PerAgent", "PerTeam"), seconds="seconds", agent="agent_id", team="team_id", silo="silo",
+    business_seconds="business_seconds",
 )  # fmt: skip
 _family(
     "rating", RATING, _rated, "rated_at", "Ratings given by customers, by when they rated.",

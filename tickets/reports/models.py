@@ -31,6 +31,9 @@ class TicketMetrics(models.Model):
     first_client_message_at = models.DateTimeField(null=True, blank=True)
     first_response_at = models.DateTimeField(null=True, blank=True)
     first_response_seconds = models.FloatField(null=True, blank=True)
+    # The same in business seconds, under the ticket's SLA policy's business hours when the response was written
+    # (calendar seconds under a 24/7 policy); null without a policy then (the reports' `clock=business`).
+    first_response_business_seconds = models.FloatField(null=True, blank=True)
     # Who answered, and the ticket's assigned team then (IDs as they were: kept after a deletion, as events do).
     first_response_agent_id = models.UUIDField(null=True, blank=True)
     first_response_team_id = models.UUIDField(null=True, blank=True)
@@ -73,6 +76,7 @@ class TicketResolution(models.Model):
     started_at = models.DateTimeField()
     solved_at = models.DateTimeField()
     seconds = models.FloatField()
+    business_seconds = models.FloatField(null=True, blank=True)  # as first_response_business_seconds
     silo = models.CharField(max_length=10, default="tickets")  # the ticket's, copied as on TicketMetrics
     # The ticket's assignee and assigned team when it was solved.
     agent_id = models.UUIDField(null=True, blank=True)
@@ -93,10 +97,12 @@ class ReportRollup(models.Model):
 
     `metric`: `new` (tickets created), `source` (`key`: the source), `status.<status>` (tickets created now in
     the status), `rating` (`key`: good/bad), `response` and `resolution` (`key`: the seconds' histogram bucket,
-    tickets.reports.rollups.bucket). `dim`: "" the license's whole, "a" per agent, "t" per team (`ident`: the
-    agent's or team's ID, "" for none); "c" per current assignee (response and resolution); "v" per set of teams
-    the ticket is visible to now (`ident`: the set's key, tickets.reports.rollups.team_set_key), the sets' members
-    under metric `teams`, dim "m" (`ident`: a team, `key`: a set's key, `count`: the tickets of that set). Kept in the write's transaction (tickets.reports.wiring) by adding the
+    tickets.reports.rollups.bucket), `response.business` and `resolution.business` (the same of the rows with
+    business seconds, in business seconds). `dim`: "" the license's whole, "a" per agent, "t" per team (`ident`:
+    the agent's or team's ID, "" for none); "c" per current assignee (response and resolution, and their business
+    variants); "v" per set of teams the ticket is visible to now (`ident`: the set's key,
+    tickets.reports.rollups.team_set_key), the sets' members under metric `teams`, dim "m" (`ident`: a team,
+    `key`: a set's key, `count`: the tickets of that set). Kept in the write's transaction (tickets.reports.wiring) by adding the
     difference a write makes; rebuilt by `manage.py rebuild_report_rollups`. Zero rows may stay: they add 0.
     """
 

@@ -23,6 +23,8 @@ from tickets.reports.registry import SERIES, Report
 from tickets.reports.selectors import Query
 
 INTERVALS = ["hour", "day", "week", "month"]
+# The time reports' seconds: calendar, or business (tickets under an SLA policy, in its business hours).
+CLOCKS = ["calendar", "business"]
 DEFAULT_FROM, DEFAULT_TO = "-6D", "+1D"
 # An hourly report spans at most 2 years (17,568 points); the other intervals at most as many points.
 MAX_POINTS = 732 * 24
@@ -37,19 +39,21 @@ def _form_class():
         "timezone": TimezoneField(required=False),
         "interval": ChoiceWithDefault(choices=INTERVALS, default="day"),
         "status": ChoiceWithDefault(choices=STATUSES),
+        "clock": ChoiceWithDefault(choices=CLOCKS, default="calendar"),
         **{name: ListParam(item=_uuid) for name in RELATED},
     }
     return type("ReportParamsForm", (forms.Form,), fields)
 
 
 ReportParamsForm = _form_class()
-# `format` (csv|json) is DRF's: an alternative to the Accept header, for links.
+# `format` (csv|json) is DRF's: an alternative to the Accept header, for links. `clock` is the time reports' only:
+# another report refuses it as any parameter it does not know.
 PARAMS = frozenset(ReportParamsForm.base_fields) | {"format"}
 
 
 def query_of(report: Report, data, license, *, now: datetime.datetime | None = None) -> Query:
     """The report's Query from the request's parameters; ValidationError (400) naming the bad one."""
-    unknown = sorted(set(data.keys()) - PARAMS)
+    unknown = sorted(set(data.keys()) - (PARAMS if report.business_seconds else PARAMS - {"clock"}))
     if unknown:
         raise ValidationError({name: [UNKNOWN] for name in unknown})
     form = ReportParamsForm(data=data)
@@ -101,4 +105,5 @@ def query_of(report: Report, data, license, *, now: datetime.datetime | None = N
         agent_ids=ids["agentIDs[]"],
         tag_ids=ids["tagIDs[]"],
         status=clean["status"] or "",
+        clock=clean["clock"],
     )

@@ -29,6 +29,7 @@ class Report:
     at: str  # the time field: the range and the buckets
     description: str
     seconds: str = ""  # TIME: the field holding each row's seconds
+    business_seconds: str = ""  # TIME: the field of its business seconds (null: no policy), `clock=business`
     group: str = ""  # AGENTS/TEAMS: the field holding the agent's or the team's ID
     ticket: str = "ticket"  # the path from a row to its ticket ("" on tickets themselves)
     silo: str = ""  # the field holding the row's ticket's silo (default: the ticket's own, through `ticket`)

@@ -57,6 +57,8 @@ TEAMS_METRIC = "teams"
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 HOUR, DAY = "h", "d"
 
+# The time metrics' business variants: the rows with business seconds (a ticket under an SLA policy), in them.
+BUSINESS = {"response": "response.business", "resolution": "resolution.business"}
 # Which metric each report family reads, by report name prefix.
 _METRICS = {"newTickets": "new", "responseTime": "response", "resolutionTime": "resolution", "rating": "rating",
             "ticketSources24": "source"}  # fmt: skip
@@ -103,6 +105,7 @@ def state_of_metrics(metrics, created_at) -> dict:
         "response_agent": metrics.first_response_agent_id,
         "response_team": metrics.first_response_team_id,
         "teams": team_set(metrics.teams),
+        "response_business": metrics.first_response_business_seconds,
     }
 
 
@@ -167,12 +170,27 @@ def contribution(state: dict | None, sign: int = 1, into: dict | None = None) ->
         hour, key = _hour(state["response_at"]), str(bucket(seconds))
         _visible(add, "response", hour, key, teams, seconds)
         add("response", _CURRENT_AGENT, hour, _ident(state["agent"]), key, seconds)
+        business = state["response_business"]
+        if business is not None:  # the same rows of the business variant, in business seconds
+            key = str(bucket(business))
+            _three(
+                add,
+                BUSINESS["response"],
+                hour,
+                key,
+                state["response_agent"],
+                state["response_team"],
+                business,
+            )
+            _visible(add, BUSINESS["response"], hour, key, teams, business)
+            add(BUSINESS["response"], _CURRENT_AGENT, hour, _ident(state["agent"]), key, business)
     return found
 
 
 def resolution_contribution(resolutions, sign: int = 1, into: dict | None = None, now=None) -> dict:
-    """The same of resolutions: objects or dicts with solved_at, seconds, agent_id, team_id; `now`: their
-    ticket's (current assignee, visible teams), else each dict's `current_agent` and `teams` (the text)."""
+    """The same of resolutions: objects or dicts with solved_at, seconds, business_seconds, agent_id, team_id;
+    `now`: their ticket's (current assignee, visible teams), else each dict's `current_agent` and `teams` (the
+    text)."""
     found = {} if into is None else into
     add = _adder(found, sign)
     for each in resolutions:
@@ -184,6 +202,12 @@ def resolution_contribution(resolutions, sign: int = 1, into: dict | None = None
         hour, key = _hour(get("solved_at")), str(bucket(seconds))
         _visible(add, "resolution", hour, key, teams, seconds)
         add("resolution", _CURRENT_AGENT, hour, _ident(agent), key, seconds)
+        business = get("business_seconds")
+        if business is not None:  # the same rows of the business variant, in business seconds
+            key = str(bucket(business))
+            _three(add, BUSINESS["resolution"], hour, key, get("agent_id"), get("team_id"), business)
+            _visible(add, BUSINESS["resolution"], hour, key, teams, business)
+            add(BUSINESS["resolution"], _CURRENT_AGENT, hour, _ident(agent), key, business)
     return found
 
 
@@ -235,7 +259,7 @@ def forget(license_id: int, ticket_ids) -> None:
 
 
 # What a resolution's rows read (its ticket's current assignee and teams through the ticket's metrics row).
-_RESOLVED = ("solved_at", "seconds", "agent_id", "team_id", "current_agent", "teams")
+_RESOLVED = ("solved_at", "seconds", "business_seconds", "agent_id", "team_id", "current_agent", "teams")
 _RESOLVED_EXPRESSIONS = {
     "current_agent": F("ticket__metrics__assignee_id"),
     "teams": F("ticket__metrics__teams"),
@@ -343,11 +367,13 @@ def expected(license_id: int, *, chunk: int = 20_000) -> dict:
         "first_response_agent_id",
         "first_response_team_id",
         "teams",
+        "first_response_business_seconds",
     ]
     rows = TicketMetrics.objects.filter(license_id=license_id).values_list("ticket__created_at", *names)
     for created_at, *values in rows.iterator(chunk_size=chunk):
         state = dict(zip(["silo", "status", "agent", "team", "rated_at", "rating", "source", "response_at",
-                          "response_seconds", "response_agent", "response_team", "teams"], values, strict=True))  # fmt: skip
+                          "response_seconds", "response_agent", "response_team", "teams", "response_business"],
+                         values, strict=True))  # fmt: skip
         state["teams"] = team_set(state["teams"])
         contribution(state | {"created_at": created_at}, 1, totals)
     resolutions = TicketResolution.objects.filter(license_id=license_id, silo__in=REPORTED_SILOS)
@@ -409,7 +435,8 @@ def stored(license_id: int) -> dict:
 def metric_of(report: Report, query) -> str:
     if report.name.startswith("status"):
         return f"status.{query.status}"
-    return next(metric for prefix, metric in _METRICS.items() if report.name.startswith(prefix))
+    metric = next(metric for prefix, metric in _METRICS.items() if report.name.startswith(prefix))
+    return BUSINESS[metric] if query.clock == "business" else metric
 
 
 def _metrics(report: Report, query) -> list[str]:
@@ -428,7 +455,7 @@ def _metrics(report: Report, query) -> list[str]:
 # current assignee is in their "c" rows. The team rows name the assigned team, which is not `teamIDs[]` (the
 # teams a ticket is visible to): the "v" rows, per set of visible teams.
 _BY_ASSIGNEE = ("new", "rating")
-_BY_CURRENT_AGENT = ("response", "resolution")
+_BY_CURRENT_AGENT = ("response", "resolution", *BUSINESS.values())
 
 
 def _assignee_filter(report: Report, query) -> bool:

@@ -6,12 +6,14 @@ Cost per write (bench/README.md): a new ticket inserts its metrics row and its r
 whose events hold a message, a status, a silo, an assignment or a rating reads the row (1) and, only when what
 it holds moves, updates it (1), inserts a resolution (1) and adds to the rollups (1 upsert); a silo move also
 updates the copies on the resolutions (1) and, when the ticket enters or leaves the reports, reads them (1);
-other writes (tags, teams, followers, priority...) cost nothing."""
+other writes (tags, teams, followers, priority...) cost nothing. Business seconds (a ticket under an SLA policy)
+cost no statement: the policies are the unit of work's copy (tickets.sla.apply.business_seconds)."""
 
 from __future__ import annotations
 
 from tickets.reports import cycles, rollups
 from tickets.reports.models import TicketMetrics, TicketResolution
+from tickets.sla import apply as sla
 
 _RELEVANT = ("message", "status")
 # What else moves a ticket's rollups (tickets.reports.rollups): its silo, its assignee (status and rating per
@@ -62,6 +64,7 @@ def on_events_recorded(sender, *, ticket, events, created=False, **kwargs) -> No
     metrics.teams = _teams(metrics, ticket, events, fresh=before is None)
     state = _state(metrics)
     solved = []
+    answered = metrics.first_response_at is not None
     if any(event.type in _RELEVANT for event in events):
         for event in events:
             closed = cycles.fold(
@@ -70,6 +73,10 @@ def on_events_recorded(sender, *, ticket, events, created=False, **kwargs) -> No
             if closed is not None:
                 solved.append(closed)
     metrics.resolved += len(solved)
+    if not answered and metrics.first_response_at is not None:
+        metrics.first_response_business_seconds = sla.business_seconds(
+            ticket, metrics.first_client_message_at, metrics.first_response_at
+        )
     if created:
         metrics.save(force_insert=True)
     elif _state(metrics) != state or _copies(metrics) != copies or solved:
@@ -95,13 +102,14 @@ def on_events_recorded(sender, *, ticket, events, created=False, **kwargs) -> No
         if reported:
             rollups.resolution_contribution(earlier, 1, delta, now=now_after)
     if solved:
-        TicketResolution.objects.bulk_create(
+        rows = TicketResolution.objects.bulk_create(
             TicketResolution(
                 ticket_id=ticket.pk,
                 license_id=ticket.license_id,
                 started_at=each.started_at,
                 solved_at=each.solved_at,
                 seconds=each.seconds,
+                business_seconds=sla.business_seconds(ticket, each.started_at, each.solved_at),
                 silo=ticket.silo,
                 agent_id=each.agent_id,
                 team_id=each.team_id,
@@ -109,7 +117,7 @@ def on_events_recorded(sender, *, ticket, events, created=False, **kwargs) -> No
             for each in solved
         )
         if reported:
-            rollups.resolution_contribution(solved, 1, delta, now=now_after)
+            rollups.resolution_contribution(rows, 1, delta, now=now_after)
     rollups.apply(ticket.license_id, {key: v for key, v in delta.items() if v[0] or v[1]})
 
 

@@ -23,7 +23,7 @@ from helpdesk.versioned import VersionedCopies
 from tickets import totals
 from tickets.models import Ticket
 from tickets.rules.conditions import Facts, holds
-from tickets.sla import tracker
+from tickets.sla import clock, tracker
 from tickets.sla.clock import Schedule
 from tickets.sla.models import SlaPolicy
 
@@ -84,6 +84,19 @@ def policies(license_id: int, state: dict | None = None) -> list[tuple[SlaPolicy
 
         held[license_id] = _copies.get(license_id, load)
     return held[license_id]
+
+
+def business_seconds(ticket: Ticket, start, end) -> float | None:
+    """The business seconds of [start, end) under the business hours of the ticket's policy now (its clocks'
+    policy: this write's, set above), calendar seconds under a 24/7 policy; None when no policy applies. The
+    reports' business time (tickets.reports.wiring); the policies are this unit of work's copy, no statement."""
+    if ticket.sla_clock is None:
+        return None
+    policy_id = ticket.sla_clock["policyID"]
+    for policy, schedule in policies(ticket.license_id, _state()):
+        if str(policy.pk) == policy_id:
+            return clock.between(schedule, start, end)
+    return None
 
 
 def schedule_of(hours) -> Schedule:
