@@ -99,6 +99,12 @@ def _cases(w: dict) -> list[dict]:
         *[dict([moment.split("=")]) for moment in moments],
         {"createdDateFrom": "-1D", "createdDateTo": "-0D", "timezone": ["Europe/Warsaw", "UTC"][v]},
         {"updatedDateFrom": "-1m", "timezone": "America/New_York"},
+        # absolute dates do not move with the clock: each request's own are bound, not the first's
+        {"createdDateFrom": ["2026-04-01", "2026-03-01"][v]},
+        {
+            "slaDueFrom": ["2026-01-12T13:59:00Z", "2025-02-03T04:05:06Z"][v],
+            "slaDueTo": ["2026-01-12T14:01:00Z", "2025-02-04T00:00:00+01:00"][v],
+        },
         # paging
         {"page": "2"},
         {"pageSize": ["5", "7"][v]},

@@ -231,11 +231,17 @@ def _changed(request: _Request) -> _Request:
     a day and a second later, a cursor a day and a second later with another ID."""
     license = copy.copy(request.license)
     license.pk = request.license.pk + 1
+    later = datetime.timedelta(days=1, seconds=1)
     data = {}
     for index, (name, value) in enumerate(request.data.items()):
         how = HOW.get(name)
-        if value in EMPTY_VALUES or how in (KEYED, IGNORED, MOMENT):
+        if value in EMPTY_VALUES or how in (KEYED, IGNORED):
             data[name] = value
+        elif how == MOMENT:
+            # a relative one moves with the clock reading; an absolute one is moved here, or its moment would
+            # look like a constant of the shape's SQL and the next request's dates would be ignored
+            absolute = value.absolute
+            data[name] = value if absolute is None else replace(value, absolute=absolute + later)
         elif how == VALUE:
             data[name] = _other(value, index)
         elif how == ITEMS:
@@ -244,7 +250,6 @@ def _changed(request: _Request) -> _Request:
             data[name] = value if value == NONE else _other(value, index)
         elif how == TSQUERY:
             data[name] = f"{value} zqxshape{index}"
-    later = datetime.timedelta(days=1, seconds=1)
     paginator = copy.copy(request.paginator)
     if paginator.cursor is not None:
         paginator.cursor = replace(
