@@ -279,6 +279,10 @@ def _learn(request: _Request, found: tuple[str, tuple, bool]):
     bindings = []
     for value, other_value in zip(params, other_params, strict=True):
         if _same(value, other_value):
+            if any(_same(value, slot) for slot in request.slots):
+                # a constant equal to one of the request's values: that value may be a slot that did not
+                # move (as absolute dates did before they were moved by `_changed`); not proven, not kept
+                return None
             bindings.append((None, None, value))
             continue
         # A slot's value, or the value as the backend wraps it for its column (psycopg's Int2 of a smallint):
