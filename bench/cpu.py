@@ -255,17 +255,18 @@ def _await_instrumentation() -> None:
             time.sleep(0.01)
 
 
-def _callgrind(args, count_only: str, script: str = __file__) -> int:
-    """The instructions of the run's requests: the process starts and warms up uninstrumented (callgrind's
-    `--instr-atstart=no` runs it several times faster), then `callgrind_control -i on` before the requests.
-    `script`: the bench that runs `--count-only` (bench/write_cpu.py reuses this)."""
+def _callgrind(arguments: list[str], script: str = __file__) -> int:
+    """The instructions of the run's requests: `script` run with `arguments` under callgrind starts and warms up
+    uninstrumented (callgrind's `--instr-atstart=no` runs it several times faster), then says so
+    (`_await_instrumentation`) and gets `callgrind_control -i on` before its requests. bench/write_cpu.py and
+    bench/mail_in.py reuse this with their own scripts."""
     ready = f"/tmp/bench-cpu-{os.getpid()}-ready"
     for path in (ready, ready + ".go"):
         if os.path.exists(path):
             os.remove(path)
     command = [
         "valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", "--instr-atstart=no",
-        sys.executable, os.path.abspath(script), "--credentials", args.credentials, "--count-only", count_only,
+        sys.executable, os.path.abspath(script), *arguments,
     ]  # fmt: skip
     env = {**os.environ, "PYTHONHASHSEED": "0", "BENCH_CALLGRIND_READY": ready}
     with subprocess.Popen(
@@ -282,17 +283,21 @@ def _callgrind(args, count_only: str, script: str = __file__) -> int:
             os.remove(path)
     found = re.search(r"Collected : (\d+)", stderr)
     if run.returncode or not found:
-        raise SystemExit(f"callgrind failed ({count_only}):\n{stderr[-2000:]}")
+        raise SystemExit(f"callgrind failed ({' '.join(arguments)}):\n{stderr[-2000:]}")
     return int(found.group(1))
 
 
 def count_instructions(args) -> None:
     names = args.classes.split(",")
-    base = _callgrind(args, f"{names[0]}:0")
+
+    def counted(count_only: str) -> int:
+        return _callgrind(["--credentials", args.credentials, "--count-only", count_only])
+
+    base = counted(f"{names[0]}:0")
     print(f"{'class':<16} {'instructions/request':>21} {'floor':>9} {'ratio':>6}")
     for name in names:
-        spent = (_callgrind(args, f"{name}:{args.requests}") - base) / args.requests
-        floor = (_callgrind(args, f"floor:{name}:{args.requests}") - base) / args.requests
+        spent = (counted(f"{name}:{args.requests}") - base) / args.requests
+        floor = (counted(f"floor:{name}:{args.requests}") - base) / args.requests
         print(f"{name:<16} {spent / 1e6:>19.2f} M {floor / 1e6:>7.2f} M {spent / floor:>6.2f}", flush=True)
 
 

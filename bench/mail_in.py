@@ -30,7 +30,6 @@ import argparse
 import email.policy
 import io
 import os
-import re
 import resource
 import smtplib
 import socket
@@ -283,28 +282,9 @@ def _statements_of_one_mail(show: bool) -> int:
 def _callgrind(count: int) -> int:
     """The instructions of `count` mails (bench/cpu.py's _callgrind: started uninstrumented, switched on after the
     warm-up with `callgrind_control -i on`)."""
-    ready = f"/tmp/bench-mail-in-{os.getpid()}-ready"
-    command = [
-        "valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", "--instr-atstart=no",
-        sys.executable, os.path.abspath(__file__), "--count-only", f"mail:{count}",
-    ]  # fmt: skip
-    env = {**os.environ, "PYTHONHASHSEED": "0", "BENCH_CALLGRIND_READY": ready}
-    with subprocess.Popen(
-        command, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env
-    ) as run:
-        while not os.path.exists(ready) and run.poll() is None:
-            time.sleep(0.2)
-        if run.poll() is None:
-            subprocess.run(["callgrind_control", "-i", "on", str(run.pid)], capture_output=True, check=True)
-            open(ready + ".go", "w").close()
-        stderr = run.communicate()[1]
-    for path in (ready, ready + ".go"):
-        if os.path.exists(path):
-            os.remove(path)
-    found = re.search(r"Collected : (\d+)", stderr)
-    if run.returncode or not found:
-        raise SystemExit(f"callgrind failed:\n{stderr[-2000:]}")
-    return int(found.group(1))
+    from cpu import _callgrind
+
+    return _callgrind(["--count-only", f"mail:{count}"], __file__)
 
 
 def count_instructions(args) -> None:

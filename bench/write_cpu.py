@@ -137,10 +137,15 @@ def main() -> None:
     args = parser.parse_args()
     kinds = args.kinds.split(",")
     if args.instructions:
-        base = cpu._callgrind(args, f"{kinds[0]}:0", script=os.path.abspath(__file__))
+        base = cpu._callgrind(["--credentials", args.credentials, "--count-only", f"{kinds[0]}:0"], __file__)
         print(f"{'write':<8} {'instructions/write':>19}")
         for kind in kinds:
-            spent = cpu._callgrind(args, f"{kind}:{args.writes}", script=os.path.abspath(__file__)) - base
+            spent = (
+                cpu._callgrind(
+                    ["--credentials", args.credentials, "--count-only", f"{kind}:{args.writes}"], __file__
+                )
+                - base
+            )
             print(f"{kind:<8} {spent / args.writes / 1e6:>17.2f} M", flush=True)
         return
 
