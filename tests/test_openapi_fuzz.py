@@ -39,7 +39,7 @@ _NOT_IN_THIS_LICENSE = re.compile(
     # A sender listed once per license, custom field keys defined by the license (stored data); a status
     # filter only on the status reports, a time rule without event conditions (rules across parameters/items).
     r"|^This sender is already (blocked|trusted)\.$|is not a custom field apiKey\.$"
-    r"|^Only the status reports take a status|^A time rule"
+    r"|^Only the status reports take a status|^Only the time reports take a clock|^A time rule"
     # A contact form's question: its key unique in the form and none of the built-in names (across items), a
     # customFieldKey with the customField type only (across fields), naming an active field of the license.
     r"|is built in or already used in this form\.$|^Only a field of type customField has one"

@@ -164,10 +164,10 @@ def test_csv_gives_the_same_numbers_in_business_hours(owner, business):
             "Select a valid choice. wall is not one of the available choices.",
         ),
         ("resolutionTimePerAgent", {"clock": ""}, "Must be one of: calendar, business."),
-        ("newTickets", {"clock": "business"}, "Unknown parameter."),
-        ("rating24", {"clock": "calendar"}, "Unknown parameter."),
-        ("status", {"clock": "business", "status": "open"}, "Unknown parameter."),
-        ("failedEmails", {"clock": "business"}, "Unknown parameter."),
+        ("newTickets", {"clock": "business"}, "Only the time reports take a clock."),
+        ("rating24", {"clock": "calendar"}, "Only the time reports take a clock."),
+        ("status", {"clock": "business", "status": "open"}, "Only the time reports take a clock."),
+        ("failedEmails", {"clock": "business"}, "Only the time reports take a clock."),
     ],
 )
 def test_a_bad_clock_or_a_clock_for_a_report_without_time_is_a_400_naming_it(owner, name, params, error):

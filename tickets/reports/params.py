@@ -47,15 +47,17 @@ def _form_class():
 
 ReportParamsForm = _form_class()
 # `format` (csv|json) is DRF's: an alternative to the Accept header, for links. `clock` is the time reports' only:
-# another report refuses it as any parameter it does not know.
+# another report refuses it, naming it (as `status` on a report that is not a status report).
 PARAMS = frozenset(ReportParamsForm.base_fields) | {"format"}
 
 
 def query_of(report: Report, data, license, *, now: datetime.datetime | None = None) -> Query:
     """The report's Query from the request's parameters; ValidationError (400) naming the bad one."""
-    unknown = sorted(set(data.keys()) - (PARAMS if report.business_seconds else PARAMS - {"clock"}))
+    unknown = sorted(set(data.keys()) - PARAMS)
     if unknown:
         raise ValidationError({name: [UNKNOWN] for name in unknown})
+    if "clock" in data and not report.business_seconds:
+        raise ValidationError({"clock": ["Only the time reports take a clock."]})
     form = ReportParamsForm(data=data)
     if not form.is_valid():
         raise ValidationError({name: list(errors) for name, errors in form.errors.items()})
