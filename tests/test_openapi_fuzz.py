@@ -140,13 +140,16 @@ def _fuzz(persona, mode) -> list[str]:
 
 
 # Valid data as both roles; invalid data (what the server must refuse) as the owner, who may reach every
-# operation's validation (the viewer mostly meets 403 first). ~60 s in all on this machine.
+# operation's validation (the viewer mostly meets 403 first). ~60 s in all on this machine. On the embedded
+# default (SQLite) only the owner's valid data: what the database can break is there (a 500 to valid data);
+# roles and the refusal of invalid data are the API's, the same on both (they run in the PostgreSQL pass; the
+# three on both backends were ~120 s of the suite's CPU).
 @pytest.mark.parametrize(
     ("role", "mode"),
     [
         ("owner", GenerationMode.POSITIVE),
-        ("viewer", GenerationMode.POSITIVE),
-        ("owner", GenerationMode.NEGATIVE),
+        pytest.param("viewer", GenerationMode.POSITIVE, marks=pytest.mark.postgres),
+        pytest.param("owner", GenerationMode.NEGATIVE, marks=pytest.mark.postgres),
     ],
 )
 def test_the_fuzzer_finds_no_mismatch(role, mode, request, db, settings):

@@ -551,8 +551,12 @@ def test_reports_of_some_agents_from_the_rollups_equal_the_reports_from_the_rows
     monkeypatch.setattr(
         rollups, "covers", lambda report, query: served.append(report.name) or real_covers(report, query)
     )
-    for agents, zone, range_, interval in itertools.product(
-        ([x], [y], [x, y]), ("UTC", "America/New_York"), (RANGE, wide, ragged), ("hour", "day", "week")
+    # (zones and intervals in pairs, not their product: each zone and each interval still meets every agent list
+    # and range; the product's 54 cases took ~8 s of the suite's CPU on each backend)
+    for agents, range_, (zone, interval) in itertools.product(
+        ([x], [y], [x, y]),
+        (RANGE, wide, ragged),
+        (("UTC", "hour"), ("America/New_York", "day"), ("UTC", "week")),
     ):
         # when every report of those agents is read from the rollups where they answer it, and from the rows
         params = {**range_, "timezone": zone, "interval": interval}
@@ -607,9 +611,10 @@ def test_reports_of_some_teams_from_the_rollups_equal_the_reports_from_the_rows(
     monkeypatch.setattr(
         rollups, "covers", lambda report, query: served.append(report.name) or real_covers(report, query)
     )
-    for teams, zone, range_, interval in itertools.product(
-        ([t1], [t2], [t3], [t1, t2], [t1, t2, t3]), ("UTC", "America/New_York"), (RANGE, wide, ragged),
-        ("hour", "day"),
+    # (zones and intervals in pairs, not their product, as for the agents above)
+    for teams, range_, (zone, interval) in itertools.product(
+        ([t1], [t2], [t3], [t1, t2], [t1, t2, t3]), (RANGE, wide, ragged),
+        (("UTC", "hour"), ("America/New_York", "day")),
     ):  # fmt: skip
         # when every report of those teams (any of them: a ticket visible to two counts once) is read both ways
         params = {**range_, "timezone": zone, "interval": interval}
