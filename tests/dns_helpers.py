@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import socket
+import threading
 
 from dnslib import QTYPE, RCODE, RR, TXT
 from dnslib.server import BaseResolver, DNSLogger, DNSServer
@@ -69,11 +70,17 @@ class DnsServer:
         self.zone.publish(name, value)
 
     def start(self):
-        for server in self._servers:
-            server.start_thread()
+        # serve_forever's loop polls for shutdown every 0.05 s (socketserver's default, 0.5 s, made every stop of
+        # the two servers wait ~1 s: a second of each DNS test's teardown)
+        self._threads = [
+            threading.Thread(target=server.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+            for server in self._servers
+        ]
+        for thread in self._threads:
+            thread.start()
         return self
 
     def stop(self):
         for server in self._servers:
-            server.stop()
+            server.server.shutdown()
             server.server.server_close()
