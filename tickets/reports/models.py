@@ -126,6 +126,17 @@ class ReportRollup(models.Model):
                 name="report_rollup_key",
             )
         ]
+        indexes = [
+            # A filtered report (one team's visible sets, one agent) reads its idents' rows only: with the ident
+            # after the hour range, one team's year of hour rows (`resolutionTime24`) scanned every set's rows.
+            # Measured at 1M (4.08 M rollup rows, idle box): one team 463 -> 43 ms p95, one agent 142 -> 44 ms.
+            models.Index(
+                fields=["license", "metric", "dim", "grain", "ident", "hour"],
+                include=["key", "count", "seconds"],
+                condition=models.Q(dim__in=["a", "c", "v"]),
+                name="report_rollup_ident",
+            )
+        ]
 
     def __str__(self):
         return f"{self.metric} {self.dim}{self.ident} {self.hour:%Y-%m-%d %H}h {self.key}: {self.count}"
