@@ -188,22 +188,23 @@ def restore(copy: tuple):
 # --- what drops the versions ------------------------------------------------------------------------------
 
 
-def _account_of(field: str) -> Callable:
+def _dropping(versions, field: str) -> Callable:
+    """A receiver that drops `versions` (ACCOUNTS or LICENSES) of the instance's `field`."""
+
     def dropped(sender, instance, **kwargs):
-        account_id = getattr(instance, field)
-        if account_id is not None:
-            ACCOUNTS.changed(account_id)
+        ident = getattr(instance, field)
+        if ident is not None:
+            versions.changed(ident)
 
     return dropped
+
+
+def _account_of(field: str) -> Callable:
+    return _dropping(ACCOUNTS, field)
 
 
 def _license_of(field: str) -> Callable:
-    def dropped(sender, instance, **kwargs):
-        license_id = getattr(instance, field)
-        if license_id is not None:
-            LICENSES.changed(license_id)
-
-    return dropped
+    return _dropping(LICENSES, field)
 
 
 def _application_changed(sender, instance, **kwargs):
