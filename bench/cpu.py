@@ -136,6 +136,12 @@ def main() -> None:
     )
     parser.add_argument("--classes", default=",".join(CLASSES), help="with --instructions (also: tags, team)")
     parser.add_argument("--count-only", help=argparse.SUPPRESS)  # CLASS:N, the run under callgrind
+    parser.add_argument(
+        "--callgrind-out",
+        metavar="DIR",
+        help="with --instructions: keep each run's callgrind output in DIR (callgrind.<class>.<N>), for "
+        "callgrind_annotate --inclusive=yes",
+    )
     args = parser.parse_args()
     if args.instructions:
         return count_instructions(args)
@@ -255,17 +261,17 @@ def _await_instrumentation() -> None:
             time.sleep(0.01)
 
 
-def _callgrind(arguments: list[str], script: str = __file__) -> int:
+def _callgrind(arguments: list[str], script: str = __file__, out: str = "/dev/null") -> int:
     """The instructions of the run's requests: `script` run with `arguments` under callgrind starts and warms up
     uninstrumented (callgrind's `--instr-atstart=no` runs it several times faster), then says so
     (`_await_instrumentation`) and gets `callgrind_control -i on` before its requests. bench/write_cpu.py and
-    bench/mail_in.py reuse this with their own scripts."""
+    bench/mail_in.py reuse this with their own scripts. `out`: where callgrind writes its profile."""
     ready = f"/tmp/bench-cpu-{os.getpid()}-ready"
     for path in (ready, ready + ".go"):
         if os.path.exists(path):
             os.remove(path)
     command = [
-        "valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", "--instr-atstart=no",
+        "valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "--instr-atstart=no",
         sys.executable, os.path.abspath(script), *arguments,
     ]  # fmt: skip
     env = {**os.environ, "PYTHONHASHSEED": "0", "BENCH_CALLGRIND_READY": ready}
@@ -291,7 +297,11 @@ def count_instructions(args) -> None:
     names = args.classes.split(",")
 
     def counted(count_only: str) -> int:
-        return _callgrind(["--credentials", args.credentials, "--count-only", count_only])
+        out = "/dev/null"
+        if args.callgrind_out:
+            os.makedirs(args.callgrind_out, exist_ok=True)
+            out = os.path.join(args.callgrind_out, "callgrind." + count_only.replace(":", "."))
+        return _callgrind(["--credentials", args.credentials, "--count-only", count_only], out=out)
 
     base = counted(f"{names[0]}:0")
     print(f"{'class':<16} {'instructions/request':>21} {'floor':>9} {'ratio':>6}")
