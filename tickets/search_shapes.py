@@ -14,7 +14,9 @@ every request of one shape: which parameters are present, the values that change
   IDs, another clock reading, ...). The shape is remembered only when both compiles give the same SQL text and
   each parameter is either the same in both (a constant of the shape) or, in both, the value of exactly one
   bound *slot* (below). What is remembered is the SQL and, per parameter, its constant or its slot.
-- Later requests of the shape compute their slots (no queryset, no compile) and bind them.
+- Later requests of the shape compute their slots (no queryset, no compile) and bind them: `bound_keys(license,
+  data, paginator, now)` from the parsed values alone, so that such a search builds no FilterSet at all
+  (tickets.selectors), or `keys_sql` when the caller holds one.
 
 The FilterSet stays the definition of the filters and of their SQL: this module only says, per parameter, how
 its value enters the shape (`HOW`): as slots (`VALUE`, `ITEMS`, `ID_OR_NONE`, `MOMENT`, `TSQUERY`), in the key
@@ -118,12 +120,9 @@ def keys_sql(license, filterset: TicketFilterSet, paginator) -> tuple[str, tuple
         request = _Request(license, data, now, paginator)
     except _NotBindable:
         return _compiled(filterset, paginator)
-    with _lock:
-        entry = _shapes.get(request.key)
-        if entry is not None:
-            _shapes.move_to_end(request.key)
-    if entry is None:
-        filterset._relative_dates_now = now  # the clock reading the slots were resolved at
+    filterset._relative_dates_now = now  # the clock reading the slots were resolved at
+    found = _bind(request)
+    if found is None:
         found = _compiled(filterset, paginator)
         entry = _learn(request, found)
         if entry is not None:
@@ -133,10 +132,38 @@ def keys_sql(license, filterset: TicketFilterSet, paginator) -> tuple[str, tuple
                     _shapes.popitem(last=False)
         return found
     # What the filters record for the total's cache key when they run (TicketFilterSet.count_digest).
-    filterset._relative_dates_now = now
-    if request.data.get("query") not in EMPTY_VALUES and request.data["query"].strip():
-        filterset._key_part(("languages", _languages(license)))
+    for part in recorded_parts(license, data):
+        filterset._key_part(part)
     filterset.recorded = True
+    return found
+
+
+def bound_keys(license, data: dict, paginator, now: datetime.datetime) -> tuple[str, tuple, bool] | None:
+    """`keys_sql` of a valid search whose shape is remembered, from its cleaned filter values (`data`, as
+    tickets.filters.parse_params gives them) at the clock reading `now`, without a FilterSet; None when its
+    shape is not remembered or not bindable (then `keys_sql` of its FilterSet). The same 400s as `keys_sql`."""
+    try:
+        return _bind(_Request(license, data, now, paginator))
+    except _NotBindable:
+        return None
+
+
+def recorded_parts(license, data: dict) -> list:
+    """What the filters record for the total's digest (TicketFilterSet._count_key_parts) when they run, for a
+    search whose shape binds (none of them reads anything else): the license's languages for a full text."""
+    query = data.get("query")
+    if query not in EMPTY_VALUES and query.strip():
+        return [("languages", _languages(license))]
+    return []
+
+
+def _bind(request: _Request) -> tuple[str, tuple, bool] | None:
+    """The request's values bound into its shape's SQL, or None when the shape is not remembered."""
+    with _lock:
+        entry = _shapes.get(request.key)
+        if entry is None:
+            return None
+        _shapes.move_to_end(request.key)
     sql, bindings, descending = entry
     slots = request.slots
     params = tuple(

@@ -8,7 +8,7 @@
    any (a 400 naming the parameter otherwise);
 3. the page: one statement that returns the finished documents (tickets.output), with their events when
    `eventsScope=all` (one more query); on PostgreSQL its keys' SQL is bound into the search's shape, compiled
-   once per process (tickets.search_shapes);
+   once per process (tickets.search_shapes), and a search whose shape is remembered builds no FilterSet;
 4. the total: `tickets.totals.exact_count` of the filtered tickets (or, for a team inbox, of the team's links,
    `TicketFilterSet.count_queryset`), from the cache unless a write to the license made it stale.
 """
@@ -21,13 +21,14 @@ from dataclasses import dataclass
 from django.db import connection
 from django.db.models import CharField, Value
 from django.http import QueryDict
+from django.utils import timezone as dj_timezone
 from django_filters.utils import translate_validation
 from rest_framework.exceptions import ValidationError
 
 from accounts.models import License
 from helpdesk.api.pagination import PAGINATION_PARAMS, KeysetPagination
 from tickets import search_shapes, totals
-from tickets.filters import TicketFilterSet
+from tickets.filters import TicketFilterSet, count_digest, parse_params
 from tickets.models import Ticket
 from tickets.output import ticket_page, ticket_page_from_keys
 
@@ -83,21 +84,72 @@ def ticket_counts(license: License, filtersets) -> list[int]:
 def ticket_search(license: License, params: QueryDict, *, check_ids: bool = True) -> TicketSearch:
     """Search the license's tickets with the query parameters `params` (the contract's, see tickets.filters and
     helpdesk.api.pagination); a ValidationError (400) names the first invalid parameter."""
+    if connection.vendor == "postgresql":
+        return _search_postgresql(license, params, check_ids)
     filterset, paginator = ticket_filterset(license, params, check_ids=check_ids)
-    with_events = filterset.form.cleaned_data["eventsScope"] == "all"
-    if connection.vendor == "postgresql":  # the page's keys: SQL compiled once per search shape
-        keys = search_shapes.keys_sql(license, filterset, paginator)
-        rows = ticket_page_from_keys(*keys, paginator.sort_field, events=with_events, license_id=license.pk)
-        items = paginator.page_rows(rows, Ticket)
-    else:
-        items = paginator.page(
-            filterset.qs,
-            fetch=lambda page: ticket_page(
-                page, paginator.sort_field, events=with_events, license_id=license.pk
-            ),
-        )
+    items = paginator.page(
+        filterset.qs,
+        fetch=lambda page: ticket_page(
+            page,
+            paginator.sort_field,
+            events=_with_events(filterset.form.cleaned_data),
+            license_id=license.pk,
+        ),
+    )
     total = ticket_count(license, filterset)
     return TicketSearch([item["doc"] for item in items], total, paginator)
+
+
+def _search_postgresql(license: License, params: QueryDict, check_ids: bool) -> TicketSearch:
+    """`ticket_search` on PostgreSQL: the page's keys bound into the search's shape (tickets.search_shapes).
+
+    A search whose shape is remembered builds no FilterSet: its values are cleaned by the FilterSet's own form
+    fields (`parse_params`), bound into the shape's SQL, and its total's digest is made from them; the FilterSet
+    is built only when its count misses. Anything else (an invalid value, whose 400 the FilterSet's form gives;
+    a shape not yet remembered or not bindable) takes `ticket_filterset` and `search_shapes.keys_sql`.
+    Measured (bench/README.md, issue 34, `search3` branch): the FilterSet's construction (its filters' copies
+    and the license's queryset) cost the inbox request ~0.4 M instructions of 5.34 M."""
+    params = TicketFilterSet.check_params(params, frozenset(PAGINATION_PARAMS))
+    data = parse_params(TicketFilterSet, params)
+    filterset = None
+    if data is None:  # an invalid value: the FilterSet's form names it
+        filterset, paginator = ticket_filterset(license, params, check_ids=check_ids)
+        data = filterset.form.cleaned_data
+    else:
+        paginator = KeysetPagination(sort_fields=SORT_FIELDS)
+        paginator.parse(params)
+        if check_ids:
+            _check_related_ids(license, data)
+    now = dj_timezone.now()
+    keys = search_shapes.bound_keys(license, data, paginator, now) if filterset is None else None
+    if keys is None:
+        if filterset is None:
+            filterset = TicketFilterSet.parsed(
+                params, Ticket.objects.for_license(license), license=license, cleaned=data
+            )
+        keys = search_shapes.keys_sql(license, filterset, paginator)
+    rows = ticket_page_from_keys(
+        *keys, paginator.sort_field, events=_with_events(data), license_id=license.pk
+    )
+    items = paginator.page_rows(rows, Ticket)
+    if filterset is not None:
+        total = ticket_count(license, filterset)
+    else:
+        digest = count_digest(data, now, search_shapes.recorded_parts(license, data))
+
+        def counted():  # only on a miss: the FilterSet at the same clock reading, its filters run
+            filterset = TicketFilterSet.parsed(
+                params, Ticket.objects.for_license(license), license=license, cleaned=data
+            )
+            filterset._relative_dates_now = now
+            return filterset.count_queryset(filterset.qs)
+
+        total = totals.exact_count(counted, license, digest)
+    return TicketSearch([item["doc"] for item in items], total, paginator)
+
+
+def _with_events(data: dict) -> bool:
+    return data["eventsScope"] == "all"
 
 
 def _check_related_ids(license: License, data: dict) -> None:
