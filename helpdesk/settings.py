@@ -431,6 +431,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["helpdesk.api.permissions.RolePermission"],
     "DEFAULT_RENDERER_CLASSES": ["helpdesk.api.renderers.JSONRenderer"],
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "helpdesk.api.negotiation.RememberedContentNegotiation",
     "DEFAULT_PARSER_CLASSES": ["helpdesk.api.json_input.JSONParser"],
     "DEFAULT_FILTER_BACKENDS": ["helpdesk.api.filtersets.StrictFilterBackend"],
     "DEFAULT_THROTTLE_CLASSES": ["helpdesk.api.ratelimit.RateLimitThrottle"],
