@@ -10,7 +10,10 @@ fields costs 0.07 ms (~1.5%), and it copies them.
 
 from __future__ import annotations
 
+from django import forms
 from django.core.exceptions import ValidationError
+from django.forms.widgets import ChoiceWidget
+from django.http import QueryDict
 
 
 class _SharedFields(dict):
@@ -31,11 +34,50 @@ def cleaned_without_form(fields, data) -> dict | None:
     building the form, or None when a value is invalid (the caller then builds the form for its errors, so a
     400 says exactly what the form says). What Form.full_clean does for fields that keep no state while
     cleaning: each widget reads its value, its field cleans it, in order. A form's bound fields, error dict
-    and copied fields cost more than the cleaning (bench/README.md, issue 34)."""
+    and copied fields cost more than the cleaning (bench/README.md, issue 34).
+
+    A parameter the query does not carry is not cleaned again on every request: its value, the same for every
+    request (`_absent_values`), is copied. Measured (bench/README.md, issue 34, `search3` branch): cleaning
+    the ticket search's 41 parameters for a query carrying 2 of them cost ~0.2 M instructions of ~4.7 M."""
+    plan = _plans.get(id(fields))
+    if plan is None or plan[0] is not fields:
+        plan = _plans[id(fields)] = (fields, _absent_values(fields))
+    absent = plan[1]
     cleaned = {}
     try:
         for name, field in fields.items():
-            cleaned[name] = field.clean(field.widget.value_from_datadict(data, {}, name))
+            if name in absent and name not in data:
+                cleaned[name] = absent[name]
+            else:
+                cleaned[name] = field.clean(field.widget.value_from_datadict(data, {}, name))
     except ValidationError:
         return None
     return cleaned
+
+
+_plans: dict[int, tuple] = {}  # id(fields) -> (fields, their absent values)
+# Widgets whose value is read from the parameter of the field's own name only (absent: None, or [] for a list).
+_OWN_NAME_ONLY = (
+    forms.Widget.value_from_datadict,
+    ChoiceWidget.value_from_datadict,
+    forms.SelectMultiple.value_from_datadict,
+    forms.MultipleHiddenInput.value_from_datadict,
+)
+_IMMUTABLE = (type(None), str, int, bool)
+
+
+def _absent_values(fields) -> dict:
+    """The cleaned value of each field whose widget reads only its own parameter, when the query lacks it: what
+    `clean` returns for it (None, a default), kept only when it is immutable and was returned twice alike."""
+    empty = QueryDict()
+    absent = {}
+    for name, field in fields.items():
+        if type(field.widget).value_from_datadict not in _OWN_NAME_ONLY:
+            continue  # (it reads other parameters: cleaned on every request)
+        try:
+            values = [field.clean(field.widget.value_from_datadict(empty, {}, name)) for _ in range(2)]
+        except ValidationError:
+            continue  # required: its error is raised on every request
+        if type(values[0]) in _IMMUTABLE and values[0] == values[1]:
+            absent[name] = values[0]
+    return absent
