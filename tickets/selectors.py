@@ -27,6 +27,7 @@ from rest_framework.exceptions import ValidationError
 
 from accounts.models import License
 from helpdesk.api.pagination import PAGINATION_PARAMS, KeysetPagination
+from helpdesk.api.relative_dates import RelativeDate
 from tickets import search_shapes, totals
 from tickets.filters import TicketFilterSet, count_digest, parse_params
 from tickets.models import Ticket
@@ -67,8 +68,16 @@ def ticket_filterset(license: License, params: QueryDict, *, check_ids: bool = T
 
 def ticket_count(license: License, filterset: TicketFilterSet) -> int:
     """Step 4: the exact total of a valid filter set (tickets.totals)."""
+    if _moving(filterset.form.cleaned_data):
+        return totals.exact_count(lambda: filterset.count_queryset(filterset.qs), license, cached=False)
     digest = filterset.count_digest()
     return totals.exact_count(lambda: filterset.count_queryset(filterset.qs), license, digest)
+
+
+def _moving(data: dict) -> bool:
+    """Whether a bound of the search moves with the clock (`createdDateFrom=-30d`): no later search shares its
+    total, which is then counted and not cached (tickets.totals.exact_count)."""
+    return any(isinstance(value, RelativeDate) and value.moves_with_the_clock for value in data.values())
 
 
 def ticket_counts(license: License, filtersets) -> list[int]:
@@ -135,7 +144,8 @@ def _search_postgresql(license: License, params: QueryDict, check_ids: bool) -> 
     if filterset is not None:
         total = ticket_count(license, filterset)
     else:
-        digest = count_digest(data, now, search_shapes.recorded_parts(license, data))
+        moving = _moving(data)
+        digest = None if moving else count_digest(data, now, search_shapes.recorded_parts(license, data))
 
         def counted():  # only on a miss: the FilterSet at the same clock reading, its filters run
             filterset = TicketFilterSet.parsed(
@@ -144,7 +154,7 @@ def _search_postgresql(license: License, params: QueryDict, check_ids: bool) -> 
             filterset._relative_dates_now = now
             return filterset.count_queryset(filterset.qs)
 
-        total = totals.exact_count(counted, license, digest)
+        total = totals.exact_count(counted, license, digest, cached=not moving)
     return TicketSearch([item["doc"] for item in items], total, paginator)
 
 

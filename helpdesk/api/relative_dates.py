@@ -126,6 +126,12 @@ class RelativeDate:
     unit: str = ""
     absolute: datetime.datetime | datetime.date | None = None
 
+    @property
+    def moves_with_the_clock(self) -> bool:
+        """Whether its moment moves with every reading of the clock (`n`, `h`, `d`, `m`: elapsed time or the same
+        wall-clock time), so that no two requests resolve it alike; not a truncated unit nor a date."""
+        return self.absolute is None and self.unit in ("n", "h", "d", "m")
+
     def resolve(self, *, tz: datetime.tzinfo | str | None = None, now: datetime.datetime | None = None):
         """The aware UTC datetime this value means at `now` (default: the current time) in `tz` (default UTC)."""
         if not isinstance(tz, datetime.tzinfo):

@@ -30,7 +30,7 @@ STEP_WAIT_RECENT_MS = 200
 MAX_STEPS = 50  # writes a reader's roll forward may walk through
 
 
-def exact_count(queryset, license, digest: str | None = None) -> int:
+def exact_count(queryset, license, digest: str | None = None, *, cached: bool = True) -> int:
     """The exact count of `queryset` (tickets, or a team inbox's TicketTeam links) at the license's generation.
 
     `license` is the caller's License row as loaded for this request (its generation joined by the API's
@@ -39,7 +39,14 @@ def exact_count(queryset, license, digest: str | None = None) -> int:
     without it, a digest of the compiled SQL. With it, the SQL is compiled only on a miss, and `queryset` may be
     a function that builds it, called only then (a search's page bound into its shape's SQL builds none; a
     full-text total's queryset over the tickets' copy cost ~160 us to build, TicketFilterSet.count_queryset).
+
+    `cached=False`: a set that no later request names (a bound that moves with the clock, `createdDateFrom=-30d`:
+    a new moment each microsecond) is counted, with no cache round trip, lock or entry (its entry would never be
+    read): the same exact count as a miss's. Measured (bench/README.md, issue 34, `search3` branch): a miss's
+    round trips, lock and generation read cost such a search ~0.8 M instructions of ~8 M.
     """
+    if not cached:
+        return _counted(*_sql(_built(queryset)))
     sql = params = None
     if digest is None:
         sql, params, digest = _prepared(_built(queryset))
@@ -132,8 +139,8 @@ def _loaded_generation(license) -> int:
         return cursor.fetchone()[0]
 
 
-def _count(license_id: int, digest: str, sql: str, params) -> int:
-    started = time.perf_counter()
+def _counted(sql: str, params, license_id: int | None = None) -> tuple:
+    """The count of the set (and, with `license_id`, the license's generation first, from the same snapshot)."""
     # On a replica (inside a designated read) the generation comes from the same snapshot as the count, so the
     # entry is stored under the generation it is exact at, as on the primary.
     alias = read_alias()
@@ -141,10 +148,21 @@ def _count(license_id: int, digest: str, sql: str, params) -> int:
     # (no savepoint inside a longer transaction: it would only cost a statement)
     with transaction.atomic(using=alias, savepoint=False), connections[alias].cursor() as cursor:
         _raise_work_mem(cursor)
-        cursor.execute(f"SELECT {GENERATION_SQL}, (SELECT COUNT(*) FROM ({sql}) s)", [license_id, *params])
-        current, count = cursor.fetchone()
+        if license_id is None:
+            cursor.execute(f"SELECT COUNT(*) FROM ({sql}) s", params)
+        else:
+            cursor.execute(
+                f"SELECT {GENERATION_SQL}, (SELECT COUNT(*) FROM ({sql}) s)", [license_id, *params]
+            )
+        row = cursor.fetchone()
         if inside:
             _restore_work_mem(cursor)
+    return row[0] if license_id is None else row
+
+
+def _count(license_id: int, digest: str, sql: str, params) -> int:
+    started = time.perf_counter()
+    current, count = _counted(sql, params, license_id)
     cache.set_many(
         {count_key(license_id, current, digest): count, latest_key(license_id, digest): (current, count)},
         COUNT_TTL_SECONDS,
