@@ -6,7 +6,7 @@ access token: keyed by the class and primary key of `request.auth`, so both kind
 naming the window, so it resets at the window's end without a read of its TTL. Past either limit: 429 with
 Retry-After (until the window ends). The headers report the tighter of the two buckets.
 
-On Redis both counters are incremented (and given an expiry) in one round trip: one EVALSHA of a short script. When Redis is away
+On Redis both counters are incremented (and given an expiry) in one round trip: one EVAL of a short script. When Redis is away
 the limits fail open: the request passes, only X-RateLimit-Limit is sent, and a warning is logged on
 `helpdesk.cache` (at most once per 30 seconds, as django-redis's ignored errors are). On any other cache (the embedded default's file-based cache) a counter is read and written
 back, not atomically: under concurrency a few requests may slip past a limit, which is enough for one machine.
@@ -16,7 +16,6 @@ Anonymous requests are not counted here: failed authentications have their own t
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
 from dataclasses import dataclass
@@ -25,7 +24,6 @@ from django.conf import settings
 from django.core.cache import caches
 from django_redis.cache import RedisCache
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import NoScriptError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from rest_framework.exceptions import Throttled
 from rest_framework.throttling import BaseThrottle
@@ -75,6 +73,7 @@ def buckets_of(token_key: str, license_id: int | None) -> list[tuple[str, int]]:
 # redis-py's pipeline object, four commands packed and four replies read: 44 us of CPU per count against 27 us
 # for one EVAL (`_count_redis` alone, 2,000 calls, best of 5); per search request 13.08 M -> 12.91 M
 # instructions (bench/cpu.py --instructions, inbox, 100k-ticket data set; bench/README.md, issue 34).
+# EVAL, not EVALSHA: a Redis that lost its script cache (restart, SCRIPT FLUSH) answers it as well.
 _COUNT_SCRIPT = """
 local counts = {}
 for i, key in ipairs(KEYS) do
@@ -85,26 +84,9 @@ return counts
 """
 
 
-def _script(script: str) -> tuple[str, str]:
-    return script, hashlib.sha1(script.encode()).hexdigest()
-
-
-def _run(client, script: tuple[str, str], numkeys: int, *args):
-    """EVALSHA of the script by its digest; EVAL (which loads it again) when Redis has lost it (a restart, SCRIPT
-    FLUSH). The script's text is not sent with every request: measured (bench/README.md, issue 34, `search3`
-    branch) ~0.05 M instructions of an inbox search's ~4.7 M, and 80 -> 69 us of CPU per call in process."""
-    try:
-        return client.evalsha(script[1], numkeys, *args)
-    except NoScriptError:
-        return client.eval(script[0], numkeys, *args)
-
-
-_COUNT_SCRIPT = _script(_COUNT_SCRIPT)
-
-
 def _count_redis(cache, keys: list[str], ttl: int) -> list[int]:
     keys = [cache.make_key(key) for key in keys]
-    return _run(cache.client.get_client(write=True), _COUNT_SCRIPT, len(keys), *keys, ttl)
+    return cache.client.get_client(write=True).eval(_COUNT_SCRIPT, len(keys), *keys, ttl)
 
 
 def _count_generic(cache, keys: list[str], ttl: int) -> list[int]:
@@ -148,7 +130,6 @@ for i = counted + 1, #KEYS do
 end
 return out
 """
-_COUNT_AND_READ_SCRIPT = _script(_COUNT_AND_READ_SCRIPT)
 
 NOT_COUNTED = object()  # count_and_read's state when the count is left to the throttle
 
@@ -179,8 +160,7 @@ def count_and_read(
     reset = (number + 1) * window if buckets else int(now) + 1
     counted = [cache.make_key(f"{key}:{number}") for key, _ in buckets]
     try:
-        out = _run(
-            cache.client.get_client(write=True),
+        out = cache.client.get_client(write=True).eval(
             _COUNT_AND_READ_SCRIPT,
             len(counted) + len(keys),
             *counted,
