@@ -13,7 +13,7 @@ from django.db import connection
 from rest_framework.exceptions import ValidationError
 
 from tests.test_search_shapes import _cases, _query_dict, _world
-from tickets import search_shapes, selectors
+from tickets import search_shapes, selectors, totals
 from tickets.filters import TicketFilterSet, count_digest
 from tickets.models import Ticket
 from tickets.output import ticket_page_from_keys
@@ -158,3 +158,27 @@ def test_an_invalid_value_gets_the_same_400_with_its_shape_remembered():
         search_shapes._shapes.update(saved)
         # then
         assert error == before, invalid
+
+
+def test_a_remembered_count_binds_what_a_fresh_compile_gives():
+    # given: the first license's totals teach the counts' shapes
+    search_shapes.clear()
+    first, second = _world(0), _world(1)
+    with time_machine.travel(LEARNED_AT, tick=False):
+        for case in _cases(first):
+            filterset, _ = selectors.ticket_filterset(first["license"], _query_dict(case))
+            now = datetime.datetime.now(datetime.UTC)
+            search_shapes.count_sql(first["license"], filterset.form.cleaned_data, now)
+    learned = sum(1 for key in search_shapes._shapes if key[-1] == "count")
+    license = second["license"]
+    with time_machine.travel(SEARCHED_AT, tick=False):
+        for case in _cases(second):
+            # when: the second license's, bound into them, and as the FilterSet compiles them
+            filterset, _ = selectors.ticket_filterset(license, _query_dict(case))
+            now = datetime.datetime.now(datetime.UTC)
+            bound = search_shapes.count_sql(license, filterset.form.cleaned_data, now)
+            filterset._relative_dates_now = now
+            fresh = totals.count_sql(filterset.count_queryset(filterset.qs))
+            # then
+            assert bound == fresh, case
+    assert learned >= 20  # (the paging cases share the plain search's count)

@@ -49,7 +49,7 @@ from django_filters.constants import EMPTY_VALUES
 from rest_framework.exceptions import ValidationError
 
 from helpdesk.api import relative_dates
-from tickets import search
+from tickets import search, totals
 from tickets.filters import NONE, ParsedForm, TicketFilterSet
 from tickets.models import Ticket
 from tickets.output import page_keys_sql
@@ -124,12 +124,7 @@ def keys_sql(license, filterset: TicketFilterSet, paginator) -> tuple[str, tuple
     found = _bind(request)
     if found is None:
         found = _compiled(filterset, paginator)
-        entry = _learn(request, found)
-        if entry is not None:
-            with _lock:
-                _shapes[request.key] = entry
-                while len(_shapes) > MAX_SHAPES:
-                    _shapes.popitem(last=False)
+        _remember(request, _learn(request, found))
         return found
     # What the filters record for the total's cache key when they run (TicketFilterSet.count_digest).
     for part in recorded_parts(license, data):
@@ -173,11 +168,48 @@ def _bind(request: _Request) -> tuple[str, tuple, bool] | None:
     return sql, params, descending
 
 
+def count_sql(license, data: dict, now: datetime.datetime, filterset=None) -> tuple[str, tuple]:
+    """The SQL the search's total counts (tickets.totals.count_sql of `TicketFilterSet.count_queryset`) and its
+    parameters: bound into its count's shape when remembered, else compiled from `filterset` (built from the
+    parsed values `data` when None, at the clock reading `now`) and the shape learned as the page's is.
+
+    Only a total that is counted needs it: a miss, or a bound that moves with the clock (`createdDateFrom=-30d`,
+    counted on every request). Measured (bench/README.md, issue 34, `search3` branch): building the FilterSet
+    and compiling the count cost such a search ~1.5 M instructions of ~6.4 M."""
+    try:
+        request = _Request(license, data, now, None)
+    except _NotBindable:
+        request = None
+    found = None if request is None else _bind(request)
+    if found is not None:
+        return found[:2]
+    if filterset is None:
+        filterset = TicketFilterSet.parsed(
+            {}, Ticket.objects.for_license(license), license=license, cleaned=data
+        )
+        filterset._relative_dates_now = now
+    found = _compiled(filterset, None)
+    if request is not None:
+        _remember(request, _learn(request, found))
+    return found[:2]
+
+
+def _remember(request: _Request, entry) -> None:
+    if entry is not None:
+        with _lock:
+            _shapes[request.key] = entry
+            while len(_shapes) > MAX_SHAPES:
+                _shapes.popitem(last=False)
+
+
 class _NotBindable(Exception):
     """A parameter this module does not bind is present: compile as before."""
 
 
-def _compiled(filterset, paginator) -> tuple[str, tuple, bool]:
+def _compiled(filterset, paginator) -> tuple[str, tuple, bool | None]:
+    """The page's keys (SQL, parameters, descending), or without a paginator the total's (SQL, parameters, None)."""
+    if paginator is None:
+        return (*totals.count_sql(filterset.count_queryset(filterset.qs)), None)
     return page_keys_sql(paginator.page_queryset(filterset.qs), paginator.sort_field)
 
 
@@ -226,6 +258,9 @@ def _shape(license, data: dict, now, paginator) -> tuple[tuple, list]:
                 languages = _languages(license)
                 key.append((name, tuple(languages)))
                 slots.append(search.tsquery_text(text, languages))
+    if paginator is None:  # the total's count
+        key.append("count")
+        return tuple(key), slots
     key.append((paginator.sort_field, paginator.order, paginator.page_size))
     cursor = paginator.cursor
     if cursor is None:
@@ -278,7 +313,7 @@ def _changed(request: _Request) -> _Request:
         elif how == TSQUERY:
             data[name] = f"{value} zqxshape{index}"
     paginator = copy.copy(request.paginator)
-    if paginator.cursor is not None:
+    if paginator is not None and paginator.cursor is not None:
         paginator.cursor = replace(
             paginator.cursor, value=paginator.cursor.value + later, pk=str(uuid.uuid4())
         )

@@ -147,12 +147,8 @@ def _search_postgresql(license: License, params: QueryDict, check_ids: bool) -> 
         moving = _moving(data)
         digest = None if moving else count_digest(data, now, search_shapes.recorded_parts(license, data))
 
-        def counted():  # only on a miss: the FilterSet at the same clock reading, its filters run
-            filterset = TicketFilterSet.parsed(
-                params, Ticket.objects.for_license(license), license=license, cleaned=data
-            )
-            filterset._relative_dates_now = now
-            return filterset.count_queryset(filterset.qs)
+        def counted():  # only on a miss (or a moving bound): bound into its count's shape, else compiled
+            return search_shapes.count_sql(license, data, now)
 
         total = totals.exact_count(counted, license, digest, cached=not moving)
     return TicketSearch([item["doc"] for item in items], total, paginator)

@@ -6,7 +6,8 @@ Entry points for writers and readers, and nothing else of this package is used o
   `new=True` for tickets it is about to create; no IDs when it changes the license's tickets in ways it does
   not list (a purge): their totals are then counted again;
 - readers: `exact_count(queryset, license, digest=None)`, the search's total (tickets.selectors), and
-  `exact_counts(querysets, license, digests=None)`, several at once with one cache round trip for those cached (the saved views' counts).
+  `exact_counts(querysets, license, digests=None)`, several at once with one cache round trip for those cached (the saved views' counts);
+  `count_sql(queryset)`, the SQL a total counts, which `exact_count` also takes instead of the queryset.
 tickets.apps connects the package at ready() (`wiring.connect`): the model signals that catch every change of
 tickets no write declared, and the search generation joined into the API's caller query.
 
@@ -64,7 +65,7 @@ deletion locks the license row and then, through its cascade, tickets; a ticket 
 its end, the generation. With the generation on the license row the two deadlocked (PostgreSQL aborted one).
 """
 
-from tickets.totals.reading import exact_count, exact_counts
+from tickets.totals.reading import count_sql, exact_count, exact_counts
 from tickets.totals.writing import changing
 
-__all__ = ["changing", "exact_count", "exact_counts"]
+__all__ = ["changing", "count_sql", "exact_count", "exact_counts"]

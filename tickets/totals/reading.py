@@ -39,6 +39,7 @@ def exact_count(queryset, license, digest: str | None = None, *, cached: bool = 
     without it, a digest of the compiled SQL. With it, the SQL is compiled only on a miss, and `queryset` may be
     a function that builds it, called only then (a search's page bound into its shape's SQL builds none; a
     full-text total's queryset over the tickets' copy cost ~160 us to build, TicketFilterSet.count_queryset).
+    Instead of a queryset, (or a function giving) the `count_sql` of one.
 
     `cached=False`: a set that no later request names (a bound that moves with the clock, `createdDateFrom=-30d`:
     a new moment each microsecond) is counted, with no cache round trip, lock or entry (its entry would never be
@@ -93,7 +94,15 @@ def _prepared(queryset) -> tuple[str, tuple, str]:
     return sql, params, hashlib.sha1(f"{sql}|{params!r}".encode(), usedforsecurity=False).hexdigest()
 
 
+def count_sql(queryset) -> tuple[str, tuple]:
+    """The SQL (and its parameters) that counts `queryset`'s tickets: what `exact_count` runs on a miss, and what
+    it takes instead of a queryset (tickets.search_shapes binds it into a shape)."""
+    return _sql(queryset)
+
+
 def _sql(queryset) -> tuple[str, tuple]:
+    if isinstance(queryset, tuple):  # (SQL, parameters): count_sql's, already bound
+        return queryset
     column = "pk" if queryset.model is Ticket else "ticket_id"
     # The rows' ticket IDs under one name, which the writes' re-test filters on (`registry.retest`).
     return queryset.order_by().values(counted_ticket=F(column)).query.sql_with_params()
