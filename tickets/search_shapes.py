@@ -17,6 +17,9 @@ every request of one shape: which parameters are present, the values that change
 - Later requests of the shape compute their slots (no queryset, no compile) and bind them: `bound_keys(license,
   data, paginator, now)` from the parsed values alone, so that such a search builds no FilterSet at all
   (tickets.selectors), or `keys_sql` when the caller holds one.
+- The total's count SQL (tickets.totals.count_sql of `TicketFilterSet.count_queryset`) has shapes of its own,
+  learned and proven the same way (`count_sql`; its key ends with "count" instead of the paging): a total that
+  must be counted (a cache miss, or a bound that moves with the clock) is bound too.
 
 The FilterSet stays the definition of the filters and of their SQL: this module only says, per parameter, how
 its value enters the shape (`HOW`): as slots (`VALUE`, `ITEMS`, `ID_OR_NONE`, `MOMENT`, `TSQUERY`), in the key
