@@ -465,16 +465,3 @@ def test_it_paginates_a_license_scoped_viewset_list(teams, owner, outsider):
     # then every team of the owner's license once, none of the outsider's
     assert seen == expected(teams)
     assert response["X-Total-Results"] == "31"
-
-
-@pytest.mark.parametrize(
-    "text",
-    ["", "open", "lastMessageAt", "next.value", "teamIDs[]", "customFields.plan", "2026-04-30T22:02:08.901234Z",
-     "3f2c9a1e-0b1d-4c5e-9f00-123456789abc", "a b", "a+b", "50%", "x/y?z=1&w", "zażółć", "~_.-:", "A:B:C", "\n"],
-)  # fmt: skip
-def test_link_urls_quote_every_value_as_quote_plus_does(text):
-    from urllib.parse import quote_plus
-
-    from helpdesk.api.pagination import _quoted
-
-    assert _quoted(text) == quote_plus(text)

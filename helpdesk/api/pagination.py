@@ -57,7 +57,6 @@ from __future__ import annotations
 import datetime
 import functools
 import math
-import re
 from dataclasses import dataclass
 from urllib.parse import quote_plus
 
@@ -334,7 +333,7 @@ class KeysetPagination(BasePagination):
     def _link_base(self, request, link_params: QueryDict | None) -> str:
         params = self.query_params if link_params is None else link_params
         kept = "&".join(
-            f"{_quoted(name)}={_quoted(str(value))}"
+            f"{quote_plus(name)}={quote_plus(str(value))}"
             for name, values in params.lists()
             if name not in _NOT_LINKED
             for value in values
@@ -344,8 +343,8 @@ class KeysetPagination(BasePagination):
     def _cursor_params(self, direction: str, item) -> str:
         value, pk = self._key(item)
         return (
-            f"{_quoted(f'{direction}.value')}={_quoted(cursor_text(value))}"
-            f"&{_quoted(f'{direction}.ID')}={_quoted(str(pk))}"
+            f"{quote_plus(f'{direction}.value')}={quote_plus(cursor_text(value))}"
+            f"&{quote_plus(f'{direction}.ID')}={quote_plus(str(pk))}"
         )
 
     # --- internals -----------------------------------------------------------------------------------------
@@ -439,20 +438,6 @@ class KeysetPagination(BasePagination):
             pk = item.get(self.pk_name, item.get("pk", item.get("id")))
             return item[self.sort_field], pk
         return getattr(item, self.sort_field), item.pk
-
-
-# What quote_plus leaves as it is (ASCII letters, digits, `_.-~`), and `:`, which it spells %3A: every parameter
-# name, a cursor's timestamp and ID and most values are nothing else, and quote_plus's own path (encode, quote
-# per byte) cost a page's Link header ~0.1 M instructions of a search's ~3.7 M (bench/README.md, issue 34,
-# `search3` branch). tests/test_pagination.py compares the two.
-_PLAIN = re.compile(r"[A-Za-z0-9_.~:-]*")
-
-
-def _quoted(text: str) -> str:
-    """`quote_plus(text)`."""
-    if _PLAIN.fullmatch(text):
-        return text.replace(":", "%3A")
-    return quote_plus(text)
 
 
 def cursor_text(value) -> str:
