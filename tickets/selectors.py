@@ -116,8 +116,9 @@ def _search_postgresql(license: License, params: QueryDict, check_ids: bool) -> 
     fields (`parse_params`), bound into the shape's SQL, and its total's digest is made from them; the FilterSet
     is built only when its count misses. Anything else (an invalid value, whose 400 the FilterSet's form gives;
     a shape not yet remembered or not bindable) takes `ticket_filterset` and `search_shapes.keys_sql`.
-    Measured (bench/README.md, issue 34, `search3` branch): the FilterSet's construction (its filters' copies
-    and the license's queryset) cost the inbox request ~0.4 M instructions of 5.34 M."""
+    Measured (bench/README.md, issue 34, `search3` branch, bench/cpu.py --instructions, 100k set): the
+    FilterSet's construction (its filters' copies and the license's queryset) cost the inbox search 0.53 M
+    instructions (5.34 M -> 4.81 M)."""
     params = TicketFilterSet.check_params(params, frozenset(PAGINATION_PARAMS))
     data = parse_params(TicketFilterSet, params)
     filterset = None
