@@ -471,7 +471,8 @@ def _teams_kept_visible(ticket: Ticket, teams):
     """The teams to set: never none (the license's default team), and always the assigned team."""
     if teams is not None and not teams and ticket.license.default_team_id:
         teams = [ticket.license.default_team]  # every ticket stays visible to at least one team
-    if ticket.assignment_team is not None and teams is not None and ticket.assignment_team not in teams:
+    # `teams is None` first: the assigned team is a query, and a write that leaves the teams needs none
+    if teams is not None and ticket.assignment_team is not None and ticket.assignment_team not in teams:
         teams = [*teams, ticket.assignment_team]
     return teams
 
