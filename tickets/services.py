@@ -405,11 +405,12 @@ def _check_updatable(fields: dict) -> None:
 
 
 def _lock_ticket(ticket: Ticket) -> Ticket:
-    """The ticket's row, locked (not its license's), with its license."""
+    """The ticket's row, locked (not its license's), with its license. `ticket` may be an unsaved Ticket with
+    only its ID and license (the API's PATCH: this is its one read); not there → Ticket.DoesNotExist (404)."""
     return (
         Ticket.objects.select_for_update(no_key=True, of=("self",))
         .select_related("license")
-        .get(pk=ticket.pk)
+        .get(pk=ticket.pk, license_id=ticket.license_id)
     )
 
 
