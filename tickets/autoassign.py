@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from django.db.models import Count
+from django.db.models import Count, Exists
 from django.utils import timezone
 
 from accounts.models import STATUS_ACTIVE, Agent, AutoassignmentMembership, Team
@@ -42,21 +42,21 @@ def pool_team(ticket: Ticket) -> Team | None:
     return teams[0] if len(teams) == 1 else None
 
 
+def _eligible(team: Team, exclude=()):
+    """The memberships of `team`'s eligible agents (but those of `exclude`)."""
+    return AutoassignmentMembership.objects.filter(
+        team_id=team.pk,
+        agent__status=STATUS_ACTIVE,
+        agent__autoassignment=True,
+        agent__license_id=team.license_id,
+    ).exclude(agent_id__in=[getattr(a, "pk", a) for a in exclude])
+
+
 def choose_agent(team: Team, *, exclude=()) -> Agent | None:
     """The eligible agent of `team` with the least load, ties by the team's round-robin cursor.
 
     Call under the team's row lock (`autoassign` takes it)."""
-    memberships = (
-        AutoassignmentMembership.objects.filter(
-            team=team,
-            agent__status=STATUS_ACTIVE,
-            agent__autoassignment=True,
-            agent__license_id=team.license_id,
-        )
-        .exclude(agent_id__in=[getattr(a, "pk", a) for a in exclude])
-        .select_related("agent")
-    )
-    memberships = list(memberships)
+    memberships = list(_eligible(team, exclude).select_related("agent"))
     if not memberships:
         return None
     loads = dict(
@@ -93,8 +93,16 @@ def autoassign(ticket: Ticket, *, history: History, exclude=()) -> Agent | None:
     team = pool_team(ticket)
     if team is None:
         return None
-    # serializes choose-and-assign per team
-    team = Team.objects.select_for_update(no_key=True).get(pk=team.pk)
+    # serializes choose-and-assign per team. The locking statement also says whether the team has an eligible
+    # agent at all: a team without autoassignment (most) costs this one statement, not two. Issue 34: a
+    # statement less per new ticket, API and mail in (bench/README.md "Issue 34: writes, continued").
+    team = (
+        Team.objects.select_for_update(no_key=True)
+        .annotate(has_eligible=Exists(_eligible(team, exclude)))
+        .get(pk=team.pk)
+    )
+    if not team.has_eligible:
+        return None
     agent = choose_agent(team, exclude=exclude)
     if agent is None:
         return None
