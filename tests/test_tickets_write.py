@@ -358,9 +358,13 @@ def test_an_empty_team_list_falls_back_to_the_default_team(owner):
 # and sent) are read in one statement (reply -1: 18, the solve's rating request -1: 20 -> 19); the new message's
 # delivery status `queued` is written from the message the write created, without reading it again under a
 # lock (reply -1: 17); the search columns are saved with the ticket's row, in its one UPDATE (reply -1: 16; a
-# change of the subject among the fields -1: 9 -> 8).
-UPDATE_STATEMENTS = {"fields": 8, "solve": 19, "reply": 16, "relations": 14, "assignment": 11, "silo": 12,
-                     "teams": 14}  # fmt: skip
+# change of the subject among the fields -1: 9 -> 8). Issue 34, continued (bench/README.md "Issue 34: writes,
+# continued"): a write that leaves the teams no longer reads the assigned team (-1, but where a receiver reads it
+# later: the solve's rating mail, the reply's metrics); the license's active webhooks come from the process's copy
+# (-1 for every change that records an event; warm here, the factory's ticket creation read them); the reply's
+# mail reads the license's own addresses from the process's copy too (-1).
+UPDATE_STATEMENTS = {"fields": 6, "solve": 18, "reply": 14, "relations": 13, "assignment": 10, "silo": 10,
+                     "teams": 13}  # fmt: skip
 
 
 @pytest.mark.parametrize("change", list(UPDATE_STATEMENTS))
