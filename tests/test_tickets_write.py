@@ -400,3 +400,32 @@ def test_ticket_update_runs_the_same_statements(license, change):
     # then
     assert len(queries.captured_queries) == UPDATE_STATEMENTS[change]
     assert updated.updated_at > ticket.updated_at
+
+
+@pytest.mark.parametrize("write", ["create", "reply", "priority", "missing", "not an ID", "bad body"])
+def test_a_write_answers_what_a_fresh_get_reads(owner, write):
+    """The response of a write (issue 34: read once, with statements compiled once per process; a PATCH's ticket
+    read only by the service's lock) is what GET answers next: body and ETag. A PATCH of a ticket that is not
+    there is a 404 before its body is a 400."""
+    # given
+    ticket = TicketFactory(license=owner.license)
+    owner.client.patch(f"/v1/tickets/{ticket.pk}", {"message": {"text": "Earlier reply"}}, format="json")
+    # when
+    if write == "create":
+        response = owner.client.post("/v1/tickets", _create_body(), format="json")
+    elif write in ("missing", "not an ID", "bad body"):
+        target = {"missing": "00000000-0000-4000-8000-000000000000", "not an ID": "nope"}.get(write, ticket.pk)
+        status = 400 if write == "bad body" else 404
+        for body in ({"priority": 10}, {"priority": "high"}):
+            response = owner.client.patch(f"/v1/tickets/{target}", body, format="json")
+            assert response.status_code == (200 if body["priority"] == 10 and status == 400 else status)
+        return
+    else:
+        body = {"message": {"text": "On its way"}} if write == "reply" else {"priority": 10}
+        response = owner.client.patch(f"/v1/tickets/{ticket.pk}", body, format="json")
+    # then
+    assert response.status_code in (200, 201), response.content
+    fresh = owner.client.get(f"/v1/tickets/{response.json()['ID']}")
+    assert response.json() == fresh.json()
+    assert response["ETag"] == fresh["ETag"]
+    assert len(fresh.json()["events"]) >= 1

@@ -34,7 +34,7 @@ from tickets.api.serializers import (
 )
 from tickets.filters import TicketFilterSet
 from tickets.models import Tag, Ticket
-from tickets.output import ticket_read
+from tickets.output import license_ticket_read
 
 DEFAULT_MAX_ATTACHMENT_BYTES = 25 * 1024 * 1024
 # What the filter really reads: one parameter per custom field, not a string named `customFields`.
@@ -81,7 +81,7 @@ class TicketViewSet(sub_resources.TicketSubResources, LicenseScopedViewSet):
 
     def _versioned(self, ticket_id, status_code=status.HTTP_200_OK) -> Response:
         """The ticket's document with its ETag (tickets.collisions), read in one statement."""
-        doc, updated_at = ticket_read(self.get_queryset(), ticket_id, license_id=self.request.license.pk)
+        doc, updated_at = license_ticket_read(self.request.license.pk, ticket_id)
         return Response(doc, status=status_code, headers={"ETag": collisions.etag(updated_at)})
 
     @extend_schema(responses={200: TicketDocSerializer(many=True)}, parameters=[CUSTOM_FIELDS_PARAMETER])
