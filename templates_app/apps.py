@@ -36,6 +36,7 @@ class TemplatesAppConfig(AppConfig):
         # a ticket's mail is rendered by the worker that sends it (issue 34)
         for kind in (OutboundMessage.KIND_REPLY, OutboundMessage.KIND_ACKNOWLEDGEMENT):
             mail.RENDERERS[kind] = ticket_mail.render_queued
+        mail.RENDERERS[rating.KIND] = rating.render_queued  # a solve's rating request too
         message_created.connect(notifications.on_message_created, dispatch_uid="templates_app.notifications")
         ticket_assigned.connect(notifications.on_ticket_assigned, dispatch_uid="templates_app.notifications")
         agents_notified.connect(notifications.on_agents_notified, dispatch_uid="templates_app.notifications")

@@ -362,8 +362,9 @@ def test_an_empty_team_list_falls_back_to_the_default_team(owner):
 # continued"): a write that leaves the teams no longer reads the assigned team (-1, but where a receiver reads it
 # later: the solve's rating mail, the reply's metrics); the license's active webhooks come from the process's copy
 # (-1 for every change that records an event; warm here, the factory's ticket creation read them); the reply's
-# mail reads the license's own addresses from the process's copy too (-1).
-UPDATE_STATEMENTS = {"fields": 6, "solve": 18, "reply": 14, "relations": 13, "assignment": 10, "silo": 10,
+# mail reads the license's own addresses from the process's copy too (-1); the solve's rating request is rendered
+# by the worker (its team, the team's template and the logo no longer read here: -3).
+UPDATE_STATEMENTS = {"fields": 6, "solve": 15, "reply": 14, "relations": 13, "assignment": 10, "silo": 10,
                      "teams": 13}  # fmt: skip
 
 
