@@ -45,3 +45,17 @@ def test_a_stand_in_missing_from_the_statement_is_refused(db):
     )
     with pytest.raises(ValueError, match="no parameter"):
         read.statement(1, "x")
+
+
+def test_the_queued_delivery_statement_is_the_orms(db):
+    """tickets.services sends the UPDATE that `filter(pk=...).update(delivery_status=...)` compiles."""
+    import uuid
+
+    from django.db.models.sql import UpdateQuery
+
+    from tickets.models import Message
+    from tickets.services import _QUEUED_SQL
+
+    query = Message.objects.filter(pk=uuid.uuid4()).query.chain(UpdateQuery)
+    query.add_update_values({"delivery_status": []})
+    assert query.get_compiler(connection=connection).as_sql()[0] == _QUEUED_SQL
