@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import uuid
 from datetime import datetime
 
 from django.conf import settings
@@ -22,6 +23,7 @@ from django.utils import timezone
 
 from accounts.models import Agent, Attachment, AttachmentTransaction, License, Team
 from accounts.services import same_license, stamp_create, stamp_update, transaction_bind
+from helpdesk.compiled import Compiled
 from helpdesk.context import current_actor
 from helpdesk.errors import Conflict, TooLarge, field_error
 from helpdesk.timestamps import iso
@@ -81,11 +83,18 @@ def _text_fields(ticket: Ticket, texts: list[str]) -> dict:
     return fields
 
 
+# Compiled once (helpdesk.compiled): every reply and change of the subject reads the texts (issue 34).
+_message_texts = Compiled(
+    lambda ticket_id: Message.objects.filter(ticket_id=ticket_id).order_by("created_at").values_list("text"),
+    uuid.UUID,
+)
+
+
 def _refresh_text(ticket: Ticket) -> list[str]:
     """Language, search text and tsvector from the ticket's current subject and messages, set on `ticket` for
     the update's one save (issue 34: a reply's second UPDATE of the ticket's row gone, part of 50.2 -> 47.3 M
     instructions, bench/README.md "Issue 34: writes"); returns their names."""
-    texts = list(Message.objects.filter(ticket=ticket).order_by("created_at").values_list("text", flat=True))
+    texts = [text for (text,) in _message_texts.rows(ticket.pk)]
     fields = _text_fields(ticket, texts)
     for name, value in fields.items():
         setattr(ticket, name, value)
