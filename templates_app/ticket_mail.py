@@ -60,7 +60,9 @@ def ticket_team_id(ticket):
     if ticket.assignment_team_id:
         return ticket.assignment_team_id
     prefetched = getattr(ticket, "_prefetched_objects_cache", {}).get("teams")
-    if prefetched is not None:
+    if prefetched is not None and len(prefetched) == 1:  # no names to compare (a new ticket's default team
+        first_id = prefetched[0].pk  # holds only its ID: tickets.services._default_team)
+    elif prefetched is not None:
         first = min(prefetched, key=lambda team: (team.name, str(team.pk)), default=None)
         first_id = first.pk if first is not None else None
     else:

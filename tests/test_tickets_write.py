@@ -415,7 +415,9 @@ def test_a_write_answers_what_a_fresh_get_reads(owner, write):
     if write == "create":
         response = owner.client.post("/v1/tickets", _create_body(), format="json")
     elif write in ("missing", "not an ID", "bad body"):
-        target = {"missing": "00000000-0000-4000-8000-000000000000", "not an ID": "nope"}.get(write, ticket.pk)
+        target = {"missing": "00000000-0000-4000-8000-000000000000", "not an ID": "nope"}.get(
+            write, ticket.pk
+        )
         status = 400 if write == "bad body" else 404
         for body in ({"priority": 10}, {"priority": "high"}):
             response = owner.client.patch(f"/v1/tickets/{target}", body, format="json")
