@@ -32,9 +32,11 @@ class TemplatesAppConfig(AppConfig):
         )
 
         message_created.connect(ticket_mail.on_message_created, dispatch_uid="templates_app.ticket_mail")
+        _own_addresses_versioned()
         # a ticket's mail is rendered by the worker that sends it (issue 34)
         for kind in (OutboundMessage.KIND_REPLY, OutboundMessage.KIND_ACKNOWLEDGEMENT):
             mail.RENDERERS[kind] = ticket_mail.render_queued
+        mail.RENDERERS[rating.KIND] = rating.render_queued  # a solve's rating request too
         message_created.connect(notifications.on_message_created, dispatch_uid="templates_app.notifications")
         ticket_assigned.connect(notifications.on_ticket_assigned, dispatch_uid="templates_app.notifications")
         agents_notified.connect(notifications.on_agents_notified, dispatch_uid="templates_app.notifications")
@@ -55,6 +57,19 @@ class TemplatesAppConfig(AppConfig):
         _register_license_copies()
         _register_placeholders()
         register_reports()  # failedEmails, among tickets' reports
+
+
+def _own_addresses_versioned():
+    """Each process's copy of a license's own addresses is dropped by any save or delete of one."""
+    from django.db.models.signals import post_delete, post_save
+
+    from templates_app import ticket_mail
+    from templates_app.models import Mailbox, ReplyAddress
+
+    for model in (ReplyAddress, Mailbox):
+        uid = f"templates_app.own_addresses.{model.__name__}"
+        post_save.connect(ticket_mail.own_addresses_changed, sender=model, dispatch_uid=uid + ".save")
+        post_delete.connect(ticket_mail.own_addresses_changed, sender=model, dispatch_uid=uid + ".delete")
 
 
 def _register_audited():

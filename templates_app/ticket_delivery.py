@@ -4,32 +4,47 @@
 
 from __future__ import annotations
 
+import uuid
+
 from django.conf import settings
 
+from helpdesk.compiled import Compiled
 from templates_app.models import InboundMessage, OutboundMessage
 
 REFERENCES_LENGTH = 20  # Message-IDs in References: the first one and the latest ones (RFC 5322 3.6.4)
 
 
-def _inbound_ids(ticket):
+def _inbound_ids(ticket_id):
     """The Message-IDs received for the ticket: (created_at, message_id) rows, as a query to unite."""
     return (
-        InboundMessage.objects.filter(ticket_id=ticket.pk)
+        InboundMessage.objects.filter(ticket_id=ticket_id)
         .exclude(message_id="")
         .values_list("created_at", "message_id")
     )
 
 
-def thread_ids(*, ticket, recipient: str, exclude_pk=None) -> list[str]:
-    """The ticket's Message-IDs, oldest first: those we received and those we sent to `recipient`."""
+def _thread_rows(ticket_id, recipient: str, exclude_pk=None):
     ours = (
-        OutboundMessage.objects.filter(ticket_id=ticket.pk, to__iexact=recipient)
+        OutboundMessage.objects.filter(ticket_id=ticket_id, to__iexact=recipient)
         .exclude(message_id="")
         .exclude(pk=exclude_pk)
         .values_list("created_at", "message_id")
     )
     # one statement for both (issue 34: a statement less per recipient of a reply; bench/README.md)
-    rows = _inbound_ids(ticket).union(ours, all=True)
+    return _inbound_ids(ticket_id).union(ours, all=True)
+
+
+# Compiled once (helpdesk.compiled): every mail of a reply reads it. Issue 34 (bench/README.md "Issue 34: writes,
+# continued").
+_thread = Compiled(_thread_rows, uuid.UUID, str)
+
+
+def thread_ids(*, ticket, recipient: str, exclude_pk=None) -> list[str]:
+    """The ticket's Message-IDs, oldest first: those we received and those we sent to `recipient`."""
+    if exclude_pk is None:
+        rows = _thread.rows(ticket.pk, recipient)
+    else:
+        rows = _thread_rows(ticket.pk, recipient, exclude_pk)
     ids = [message_id.strip("<>") for _, message_id in sorted(rows, key=lambda row: row[0])]
     unique = list(dict.fromkeys(ids))
     if len(unique) > REFERENCES_LENGTH:

@@ -28,6 +28,7 @@ from django.conf import settings
 
 from accounts.attachments import signed_attachment_url
 from accounts.models import Team
+from helpdesk.versioned import VersionedCopies
 from templates_app import mail
 from templates_app.addresses import inbound_domain, license_address, reply_address
 from templates_app.models import Mailbox, OutboundMessage, ReplyAddress
@@ -59,7 +60,9 @@ def ticket_team_id(ticket):
     if ticket.assignment_team_id:
         return ticket.assignment_team_id
     prefetched = getattr(ticket, "_prefetched_objects_cache", {}).get("teams")
-    if prefetched is not None:
+    if prefetched is not None and len(prefetched) == 1:  # no names to compare (a new ticket's default team
+        first_id = prefetched[0].pk  # holds only its ID: tickets.services._default_team)
+    elif prefetched is not None:
         first = min(prefetched, key=lambda team: (team.name, str(team.pk)), default=None)
         first_id = first.pk if first is not None else None
     else:
@@ -88,14 +91,29 @@ def sender(*, license, team, short_id: str) -> tuple[str, list[str]]:
     return formataddr((name, license_address(license.pk))), reply_to
 
 
+# Every write that mails asks for the license's own addresses: each process keeps them per license and version
+# (helpdesk.versioned), dropped by any save or delete of a reply address or a mailbox. Issue 34: a statement less
+# per mail queued in a write (bench/README.md "Issue 34: writes, continued").
+_own_addresses = VersionedCopies("own-addresses")
+
+
+def own_addresses_changed(sender, *, instance, **kwargs) -> None:
+    """Receiver of ReplyAddress's and Mailbox's post_save and post_delete."""
+    _own_addresses.changed(instance.license_id)
+
+
+def _read_own_addresses(license_id) -> frozenset[str]:
+    # a mailbox's support address comes back to us too (forwarded or fetched): one query for both lists
+    addresses = ReplyAddress.objects.for_license(license_id).values_list("email", flat=True)
+    mailboxes = Mailbox.objects.for_license(license_id).values_list("email", flat=True)
+    return frozenset(address.lower() for address in addresses.union(mailboxes, all=True))
+
+
 def recipients(ticket) -> list[str]:
     """The requester and the people in the loop, once each, never one of our own or the license's addresses
     (its reply addresses and mailboxes); at most MAIL_MAX_PEOPLE_IN_THE_LOOP people besides the requester (the
     rest get no mail, and no request renders more than that many)."""
-    # a mailbox's support address comes back to us too (forwarded or fetched): one query for both lists
-    addresses = ReplyAddress.objects.for_license(ticket.license_id).values_list("email", flat=True)
-    mailboxes = Mailbox.objects.for_license(ticket.license_id).values_list("email", flat=True)
-    own = {address.lower() for address in addresses.union(mailboxes, all=True)}
+    own = _own_addresses.get(ticket.license_id, lambda: _read_own_addresses(ticket.license_id))
     seen, result = set(), []
     for email in [ticket.requester_email, *(p.get("email", "") for p in ticket.people_in_the_loop or [])]:
         email = (email or "").strip()

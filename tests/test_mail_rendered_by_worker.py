@@ -232,3 +232,47 @@ def test_a_mail_that_cannot_be_rendered_is_retried_then_fails(agent, license, mo
     row.refresh_from_db()
     assert row.status == OutboundMessage.STATUS_FAILED and row.attempts == mail.MAX_ATTEMPTS
     assert "cannot render" in row.last_error and row.to_render is not None
+
+
+def test_a_rating_request_is_the_mail_the_request_rendered(agent, license, branded, smtp_server):
+    # given a ticket with an earlier answer (a Message-ID to reference)
+    ticket = TicketFactory(
+        license=license, subject="Broken", requester={"email": "jo@c.example", "name": "Jo"}
+    )
+    agent.client.patch(f"/v1/tickets/{ticket.pk}", {"message": {"text": "Fixed."}}, format="json")
+    first = OutboundMessage.objects.get(ticket_message__text="Fixed.")
+    # when the agent solves it
+    response = agent.client.patch(f"/v1/tickets/{ticket.pk}", {"status": "solved"}, format="json")
+    assert response.status_code == 200
+    # then the request decided the row's thread and body (its signed links), the worker renders the rest as the
+    # request did before (templates_app.rating.on_rating_requested on main at 47a6974)
+    row = OutboundMessage.objects.get(kind="rating")
+    assert row.headers["In-Reply-To"] == f"<{first.message_id}>"
+    assert row.headers["Auto-Submitted"] == "auto-generated"
+    assert row.subject == f"How did we do? Re: Broken [#{ticket.short_id}]"
+    body = row.to_render["body"]
+    assert "Good: http" in body and "How did Acme do?" in body
+    ticket = Ticket.objects.get(pk=ticket.pk)
+    team = ticket_mail.ticket_team(ticket)
+    context = mail.license_context(
+        license=ticket.license,
+        **{
+            "ticket.subject": ticket.subject,
+            "ticket.shortID": ticket.short_id,
+            "requester.name": ticket.requester_name,
+            "requester.email": ticket.requester_email,
+            "message.text": body,
+        },
+    )
+    template = team.template if team is not None and team.template_id else None
+    rendered, inline = mail.render_for_license(license=ticket.license, context=context, template=template)
+    from_email, reply_to = ticket_mail.sender(license=ticket.license, team=team, short_id=ticket.short_id)
+    expected = {
+        "text": rendered.text,
+        "html": rendered.html,
+        "from": from_email,
+        "reply_to": reply_to,
+        "inline": [a.pk for a in inline],
+    }
+    assert "Hi Jo," in expected["text"]
+    _sent_as_rendered(row, smtp_server, expected)

@@ -10,7 +10,7 @@ from html import unescape
 import pytest
 from django.test import Client
 
-from templates_app import rating
+from templates_app import mail, rating
 from templates_app.models import OutboundMessage
 from tests.factories import TicketFactory
 from tickets.models import TicketEvent
@@ -31,6 +31,9 @@ def _patch(persona, ticket, callbacks, **body):
 
 
 def _rating_mails():
+    """The rating requests, rendered as the worker renders them before it sends (issue 34)."""
+    for row in OutboundMessage.objects.filter(kind="rating").exclude(to_render=None):
+        mail.deliver(message_id=row.pk)
     return list(OutboundMessage.objects.filter(kind="rating"))
 
 

@@ -358,9 +358,14 @@ def test_an_empty_team_list_falls_back_to_the_default_team(owner):
 # and sent) are read in one statement (reply -1: 18, the solve's rating request -1: 20 -> 19); the new message's
 # delivery status `queued` is written from the message the write created, without reading it again under a
 # lock (reply -1: 17); the search columns are saved with the ticket's row, in its one UPDATE (reply -1: 16; a
-# change of the subject among the fields -1: 9 -> 8).
-UPDATE_STATEMENTS = {"fields": 8, "solve": 19, "reply": 16, "relations": 14, "assignment": 11, "silo": 12,
-                     "teams": 14}  # fmt: skip
+# change of the subject among the fields -1: 9 -> 8). Issue 34, continued (bench/README.md "Issue 34: writes,
+# continued"): a write that leaves the teams no longer reads the assigned team (-1, but where a receiver reads it
+# later: the solve's rating mail, the reply's metrics); the license's active webhooks come from the process's copy
+# (-1 for every change that records an event; warm here, the factory's ticket creation read them); the reply's
+# mail reads the license's own addresses from the process's copy too (-1); the solve's rating request is rendered
+# by the worker (its team, the team's template and the logo no longer read here: -3).
+UPDATE_STATEMENTS = {"fields": 6, "solve": 15, "reply": 14, "relations": 13, "assignment": 10, "silo": 10,
+                     "teams": 13}  # fmt: skip
 
 
 @pytest.mark.parametrize("change", list(UPDATE_STATEMENTS))
@@ -396,3 +401,34 @@ def test_ticket_update_runs_the_same_statements(license, change):
     # then
     assert len(queries.captured_queries) == UPDATE_STATEMENTS[change]
     assert updated.updated_at > ticket.updated_at
+
+
+@pytest.mark.parametrize("write", ["create", "reply", "priority", "missing", "not an ID", "bad body"])
+def test_a_write_answers_what_a_fresh_get_reads(owner, write):
+    """The response of a write (issue 34: read once, with statements compiled once per process; a PATCH's ticket
+    read only by the service's lock) is what GET answers next: body and ETag. A PATCH of a ticket that is not
+    there is a 404 before its body is a 400."""
+    # given
+    ticket = TicketFactory(license=owner.license)
+    owner.client.patch(f"/v1/tickets/{ticket.pk}", {"message": {"text": "Earlier reply"}}, format="json")
+    # when
+    if write == "create":
+        response = owner.client.post("/v1/tickets", _create_body(), format="json")
+    elif write in ("missing", "not an ID", "bad body"):
+        target = {"missing": "00000000-0000-4000-8000-000000000000", "not an ID": "nope"}.get(
+            write, ticket.pk
+        )
+        status = 400 if write == "bad body" else 404
+        for body in ({"priority": 10}, {"priority": "high"}):
+            response = owner.client.patch(f"/v1/tickets/{target}", body, format="json")
+            assert response.status_code == (200 if body["priority"] == 10 and status == 400 else status)
+        return
+    else:
+        body = {"message": {"text": "On its way"}} if write == "reply" else {"priority": 10}
+        response = owner.client.patch(f"/v1/tickets/{ticket.pk}", body, format="json")
+    # then
+    assert response.status_code in (200, 201), response.content
+    fresh = owner.client.get(f"/v1/tickets/{response.json()['ID']}")
+    assert response.json() == fresh.json()
+    assert response["ETag"] == fresh["ETag"]
+    assert len(fresh.json()["events"]) >= 1

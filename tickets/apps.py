@@ -17,6 +17,7 @@ class TicketsConfig(AppConfig):
 
         _connect_sla()  # before the outbox: the webhooks' ticket documents carry the clocks this write set
         events_recorded.connect(outbox.on_events_recorded, dispatch_uid="tickets.webhooks.events")
+        _webhooks_versioned()
         _connect_rules()
         events_recorded.connect(reports.on_events_recorded, dispatch_uid="tickets.reports.metrics")
         changes_recorded.connect(outbox.on_changes_recorded, dispatch_uid="tickets.webhooks.changes")
@@ -25,6 +26,17 @@ class TicketsConfig(AppConfig):
         _lock_before_cascades()
         _rollups_follow_deletions()
         _register_parts()
+
+
+def _webhooks_versioned():
+    """Each process's copy of a license's webhooks is dropped by any save or delete of one."""
+    from django.db.models.signals import post_delete, post_save
+
+    from tickets.webhooks import outbox
+    from tickets.webhooks.models import Webhook
+
+    post_save.connect(outbox.webhooks_changed, sender=Webhook, dispatch_uid="tickets.webhooks.version.save")
+    post_delete.connect(outbox.webhooks_changed, sender=Webhook, dispatch_uid="tickets.webhooks.version.del")
 
 
 def _connect_rules():

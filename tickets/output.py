@@ -29,6 +29,7 @@ import orjson
 from django.db import connection, connections
 from django.db.models import CharField, Value
 
+from helpdesk.compiled import Compiled
 from helpdesk.replicas import read_alias
 from tickets import document
 from tickets.document import CHILD_COLUMNS, document_sql
@@ -179,6 +180,28 @@ def ticket_page_from_keys(
 def ticket_document(queryset, ticket_id, *, license_id):
     """The document of one ticket of `queryset` with its events (IndexError when it is not there)."""
     return ticket_read(queryset, ticket_id, license_id=license_id)[0]
+
+
+# The document's key of one ticket of a license, the statement compiled once (helpdesk.compiled): the same
+# statement as ticket_read's of the license's tickets. Issue 34: every write's response reads it.
+_ticket_key = Compiled(
+    lambda license_id, ticket_id: (
+        Ticket.objects.filter(license_id=license_id, pk=ticket_id)
+        .order_by("updated_at", "pk")[:1]
+        .values_list("id", "updated_at")
+    ),
+    int,
+    uuid.UUID,
+)
+
+
+def license_ticket_read(license_id, ticket_id) -> tuple:
+    """`ticket_read` of the license's ticket `ticket_id` (IndexError when it is not there)."""
+    statement = _ticket_key.statement(license_id, ticket_id)
+    if statement is None:
+        return ticket_read(Ticket.objects.filter(license_id=license_id), ticket_id, license_id=license_id)
+    item = ticket_page_from_keys(*statement, False, "updated_at", events=True, license_id=license_id)[0]
+    return item["doc"], item["updated_at"]
 
 
 def ticket_read(queryset, ticket_id, *, license_id) -> tuple:

@@ -14,16 +14,33 @@ from django.utils import timezone
 
 from helpdesk.api.renderers import dumps
 from helpdesk.api.resources import published
+from helpdesk.versioned import VersionedCopies
 from tickets.webhooks.delivery import enqueue_on_commit
 from tickets.webhooks.models import Webhook, WebhookDelivery
 
 TICKET_EVENT_TYPES = {"status", "priority", "message", "tags", "followers", "assignment", "rule", "sla"}
 
 
+# Every ticket write asks for its license's active webhooks: each process keeps them per license and version
+# (helpdesk.versioned), dropped by any save or delete of a webhook (their delivery `status`, which the worker
+# updates without a save, is not read here). Issue 34: a statement less per write that records events
+# (bench/README.md "Issue 34: writes, continued").
+_copies = VersionedCopies("webhooks")
+
+
+def webhooks_changed(sender, *, instance, **kwargs) -> None:
+    """Receiver of Webhook's post_save and post_delete (services, admin, a license's deletion alike)."""
+    _copies.changed(instance.license_id)
+
+
 def _hooks(license_id, prefix: str) -> dict[str, list[Webhook]]:
+    def load():
+        return list(Webhook.objects.filter(license_id=license_id, active=True))
+
     by_type: dict[str, list[Webhook]] = {}
-    for webhook in Webhook.objects.filter(license_id=license_id, active=True, event_type__startswith=prefix):
-        by_type.setdefault(webhook.event_type, []).append(webhook)
+    for webhook in _copies.get(license_id, load):
+        if webhook.event_type.startswith(prefix):
+            by_type.setdefault(webhook.event_type, []).append(webhook)
     return by_type
 
 
