@@ -104,12 +104,19 @@ def sqlite_in_memory(aliases) -> bool:
     )
 
 
+def sqlite_template_file() -> Path:
+    """Where the migrated SQLite template of the current migrations is (once a test run has built it)."""
+    return (
+        ROOT / "var" / "test-templates" / f"sqlite_{migrations_digest(extra=sqlite3.sqlite_version)}.sqlite3"
+    )
+
+
 def sqlite_template(setup_databases, teardown_databases, verbosity: int) -> Path:
     """The migrated SQLite template file, built first if missing (setup_databases and teardown_databases are
     django.test.utils's)."""
-    folder = ROOT / "var" / "test-templates"
+    template = sqlite_template_file()
+    folder = template.parent
     folder.mkdir(parents=True, exist_ok=True)
-    template = folder / f"sqlite_{migrations_digest(extra=sqlite3.sqlite_version)}.sqlite3"
     with open(folder / "sqlite.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
         if not template.exists():
