@@ -21,7 +21,9 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import os
 import sqlite3
+import subprocess
 from pathlib import Path
 
 import django
@@ -85,7 +87,33 @@ def prepare(setup_databases, verbosity: int) -> str:
         finally:
             cursor.execute("SELECT pg_advisory_unlock(%s)", [lock_key])
     test_settings["NAME"] = worker_name
+    _prepared.update(template=template, lock_key=lock_key)
     return worker_name
+
+
+_prepared: dict = {}  # the template and its lock's key, once prepare() has run in this process
+
+
+def template_dump() -> bytes | None:
+    """The migrated template as `pg_dump -Fc` writes it (for a database on another server: the replica test's
+    primary), or None before prepare(). Under the template's lock: the dump is a session on the template, and
+    CREATE DATABASE … TEMPLATE refuses a template that has one."""
+    if not _prepared:
+        return None
+    connection = connections["default"]
+    settings_dict = connection.settings_dict
+    command = [
+        "pg_dump", "--format=custom", "--host", settings_dict["HOST"] or "127.0.0.1",
+        "--port", str(settings_dict["PORT"] or 5432), "--username", settings_dict["USER"] or "postgres",
+        _prepared["template"],
+    ]  # fmt: skip
+    environment = {**os.environ, "PGPASSWORD": settings_dict["PASSWORD"] or ""}
+    with connection._nodb_cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_lock(%s)", [_prepared["lock_key"]])
+        try:
+            return subprocess.run(command, env=environment, capture_output=True, check=True).stdout
+        finally:
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [_prepared["lock_key"]])
 
 
 def drop(name: str) -> None:
