@@ -43,8 +43,10 @@ connection_created.connect(_commit_without_waiting_for_the_disk)
 
 @pytest.fixture(scope="session")
 def django_db_setup(request, django_test_environment, django_db_blocker, django_db_modify_db_settings):
-    """pytest-django's database setup, except that on PostgreSQL each worker's database is a copy of one migrated
-    template (tests/template_db.py) rather than migrated again, and is dropped at the end."""
+    """pytest-django's database setup, except that each worker's database is a copy of one migrated template
+    (tests/template_db.py) rather than migrated again: on PostgreSQL a database dropped at the end, on SQLite the
+    in-memory one."""
+    from django.db import connections
     from django.test.utils import setup_databases, teardown_databases
     from pytest_django.fixtures import _get_databases_for_setup
 
@@ -59,6 +61,11 @@ def django_db_setup(request, django_test_environment, django_db_blocker, django_
             setup_databases(verbosity=verbosity, interactive=False, keepdb=True, **arguments)
             yield
             template_db.drop(name)
+        elif template_db.sqlite_in_memory(aliases):
+            template = template_db.sqlite_template(setup_databases, teardown_databases, verbosity)
+            old_name = template_db.sqlite_load(template, serialize="default" in serialized_aliases)
+            yield
+            connections["default"].creation.destroy_test_db(old_name, verbosity)
         else:
             config = setup_databases(verbosity=verbosity, interactive=False, **arguments)
             yield

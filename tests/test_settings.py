@@ -175,3 +175,21 @@ def test_a_cache_error_still_passes_after_logging_is_configured_again(monkeypatc
     finally:
         cache_logger.removeHandler(collect)
     assert collect.messages == ["Exception ignored"]
+
+
+def test_loading_the_template_tag_libraries_registers_no_admin(tmp_path):
+    """`manage.py check` runs its checks in an order that varies between processes: the templates check loads every
+    tag library, and one that imported an admin module registered admins before the admin's autodiscovery (the
+    admin check then met LicenseAdmin pointing at a Template admin not registered yet: admin.E039)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    env.update(HELPDESK_VAR_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="helpdesk.settings")
+    code = (
+        "import django; django.setup()\n"
+        "from django.template.backends.django import get_installed_libraries\n"
+        "get_installed_libraries()\n"
+        "from django.contrib import admin\n"
+        "print(len(admin.site._registry))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["0"]

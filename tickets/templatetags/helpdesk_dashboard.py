@@ -4,16 +4,21 @@ licenses' panels (tickets/admin/dashboard.py), scoped as every admin page is (ac
 from django import template
 from django.utils import timezone
 
-from accounts.admin.tenancy import admin_license_ids
 from helpdesk.api.permissions import OWNERS
-from tickets.admin.charts import created_solved_chart
-from tickets.admin.dashboard import DAYS, dashboard
 
 register = template.Library()
 
 
 @register.inclusion_tag("admin/helpdesk_dashboard.html", takes_context=True)
 def helpdesk_dashboard(context):
+    # The admin modules are imported here, not with the library: `manage.py check` loads every tag library (the
+    # templates check) in an order of checks that varies between processes, and importing the admin then
+    # registered some admins before the admin's autodiscovery, so the admin check could meet LicenseAdmin
+    # pointing at a Template admin not registered yet (admin.E039).
+    from accounts.admin.tenancy import admin_license_ids
+    from tickets.admin.charts import created_solved_chart
+    from tickets.admin.dashboard import DAYS, dashboard
+
     request = context["request"]
     only = request.GET.get("license", "")
     data = dashboard(admin_license_ids(request), only=int(only) if only.isdigit() else None)
