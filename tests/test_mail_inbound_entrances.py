@@ -8,6 +8,7 @@ import smtplib
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from django.db import OperationalError, connection
 from templates_app.addresses import license_address
 from templates_app.inbound import services as inbound_services
 from templates_app.inbound.smtp import make_controller
-from templates_app.models import BlockedSender, InboundMessage
+from templates_app.models import BlockedSender, InboundMessage, OutboundMessage
 from tests.factories import LicenseFactory
 from tests.mail_helpers import load, simple
 from tickets.models import Message, Ticket
@@ -234,6 +235,29 @@ def test_smtp_answers_451_on_database_trouble_and_a_retry_succeeds(listener, mon
         client.sendmail("a@example.com", [license_address(license.pk)], raw)
         client.sendmail("a@example.com", [license_address(license.pk)], raw)  # the MTA retried once more
     assert Ticket.objects.filter(license=license).count() == 1
+
+
+@pytestmark_tx
+def test_smtp_acknowledges_new_tickets_after_the_250_through_the_relay(listener, smtp_server, eager_tasks):
+    """The listener hands the committed acknowledgements to its relay (templates_app.send_relay), which publishes
+    them in one task: each requester gets one acknowledgement."""
+    license = LicenseFactory()
+    server = listener()
+    with smtplib.SMTP(server.hostname, server.port) as client:
+        for n in range(3):
+            client.sendmail(
+                f"c{n}@example.com", [license_address(license.pk)], simple(sender=f"c{n}@example.com")
+            )
+    deadline = time.monotonic() + 20
+    sent = OutboundMessage.objects.filter(status="sent")
+    while sent.count() < 3 and time.monotonic() < deadline:  # the relay publishes after the 250s
+        time.sleep(0.05)
+    assert sorted(rcpt for rcpts, _ in smtp_server.messages for rcpt in rcpts) == [
+        "c0@example.com",
+        "c1@example.com",
+        "c2@example.com",
+    ]
+    assert set(OutboundMessage.objects.values_list("kind", "status")) == {("acknowledgement", "sent")}
 
 
 @pytestmark_tx
