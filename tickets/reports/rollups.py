@@ -240,9 +240,9 @@ def apply(license_id: int, delta: dict) -> None:
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             # The rows as nine arrays: a statement of 9 parameters, whatever the number of rows. With a value per
-            # row and column (9 per row; a new ticket writes 6-12 rows) psycopg converts a statement of more than
-            # 50 parameters anew each time (its cache of converted statements stops there): 2.7 M interpreter
-            # instructions of a new ticket's 32.8 M by mail (bench/README.md, "Issue 34: mail in, around
+            # row and column (9 per row; a new ticket writes 6-12 rows) psycopg converted the statement anew on
+            # every write (it caches the conversion of statements of at most 50 parameters): a new ticket by mail
+            # 32.52 -> 31.13 M interpreter instructions (bench/README.md, "Issue 34: mail in, around
             # ticket_create"). WITH ORDINALITY ... ORDER BY keeps the key order.
             cursor.execute(
                 f"INSERT INTO {table} ({columns}) "
