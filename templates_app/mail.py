@@ -27,18 +27,18 @@ from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import License
-from helpdesk.queue import enqueue_now, enqueue_on_commit
+from helpdesk.queue import enqueue_now
 from helpdesk.transactions import unit_of_work
 from templates_app import ticket_delivery
 from templates_app.dkim_signing import SignedEmail, sign_if_ours
 from templates_app.models import OutboundMessage, Template
 from templates_app.rendering import Rendered, render
+from templates_app.send_relay import SEND_TASK, send_after_commit
 
 log = logging.getLogger(__name__)
 
-# The task that sends a row, named as Celery names it: tasks.py calls this module, so this module never imports it.
-SEND_TASK = "templates_app.tasks.send_outbound_message"
-
+# SEND_TASK: the task that sends a row, named as Celery names it (templates_app.send_relay): tasks.py calls this
+# module, so this module never imports it.
 # kind -> the function that renders a row written with `to_render` and stores it (templates_app.apps
 # registers ticket_mail.render_queued: the composition is above this module, which only delivers).
 RENDERERS: dict = {}
@@ -147,7 +147,7 @@ def message_queue(
     if created:
         if attachments:
             message.attachments.set(attachments)
-        enqueue_on_commit(SEND_TASK, str(message.pk))
+        send_after_commit(str(message.pk))
     return message
 
 

@@ -1,8 +1,12 @@
 """Celery tasks of templates_app: thin, they take IDs and call one function."""
 
+import logging
+
 from celery import shared_task
 
 from templates_app import mail
+
+logger = logging.getLogger(__name__)
 
 MAX_RETRIES = 8
 
@@ -21,6 +25,21 @@ def send_outbound_message(self, message_id: str) -> None:
             mail.give_up(message_id=message_id)
             return
         raise self.retry(exc=exc, countdown=backoff(self.request.retries)) from exc
+
+
+@shared_task(ignore_result=True, acks_late=True)
+def send_outbound_messages(message_ids: list[str]) -> None:
+    """Several stored rows published as one task (templates_app.send_relay): each delivered as
+    send_outbound_message delivers it; one whose relay asks to try again later gets a retry task of its own."""
+    for message_id in message_ids:
+        try:
+            mail.deliver(message_id=message_id)
+        except mail.TemporaryFailure:
+            # its first retry, as send_outbound_message's would be (the row says when: next_attempt_at)
+            send_outbound_message.apply_async((message_id,), countdown=backoff(0), retries=1)
+        except Exception:
+            # a bug, not the relay: deliver() freed the row for the sweeper; the other rows still go
+            logger.exception("E-mail %s: delivery failed", message_id)
 
 
 @shared_task

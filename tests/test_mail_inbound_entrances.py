@@ -8,6 +8,7 @@ import smtplib
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -15,10 +16,11 @@ from django.conf import settings as django_settings
 from django.core.management import call_command
 from django.db import OperationalError, connection
 
+from templates_app import send_relay, tasks
 from templates_app.addresses import license_address
 from templates_app.inbound import services as inbound_services
 from templates_app.inbound.smtp import make_controller
-from templates_app.models import BlockedSender, InboundMessage
+from templates_app.models import BlockedSender, InboundMessage, OutboundMessage
 from tests.factories import LicenseFactory
 from tests.mail_helpers import load, simple
 from tickets.models import Message, Ticket
@@ -234,6 +236,42 @@ def test_smtp_answers_451_on_database_trouble_and_a_retry_succeeds(listener, mon
         client.sendmail("a@example.com", [license_address(license.pk)], raw)
         client.sendmail("a@example.com", [license_address(license.pk)], raw)  # the MTA retried once more
     assert Ticket.objects.filter(license=license).count() == 1
+
+
+@pytestmark_tx
+def test_smtp_hands_the_acknowledgements_to_its_relay_after_the_250(listener, smtp_server, monkeypatch):
+    """The listener hands each committed acknowledgement to its relay (templates_app.send_relay), which publishes
+    them in batches; the published tasks send each requester one acknowledgement."""
+    published = []
+    monkeypatch.setattr(send_relay, "enqueue_now", lambda task, arg: published.append((task, arg)) or True)
+    license = LicenseFactory()
+    server = listener()
+    with smtplib.SMTP(server.hostname, server.port) as client:
+        for n in range(3):
+            client.sendmail(
+                f"c{n}@example.com", [license_address(license.pk)], simple(sender=f"c{n}@example.com")
+            )
+    rows = {
+        str(pk) for pk in OutboundMessage.objects.filter(kind="acknowledgement").values_list("pk", flat=True)
+    }
+    deadline = time.monotonic() + 20
+    while (
+        sum(len(arg) if isinstance(arg, list) else 1 for _, arg in published) < 3
+        and time.monotonic() < deadline
+    ):
+        time.sleep(0.05)  # the relay publishes after the 250s, LINGER after the first
+    named = [arg if isinstance(arg, list) else [arg] for _, arg in published]
+    assert len(rows) == 3 and sorted(sum(named, [])) == sorted(rows)
+    for task, arg in published:
+        if task == send_relay.SEND_MANY_TASK:
+            tasks.send_outbound_messages(arg)
+        else:
+            tasks.send_outbound_message(arg)
+    assert sorted(rcpt for rcpts, _ in smtp_server.messages for rcpt in rcpts) == [
+        "c0@example.com",
+        "c1@example.com",
+        "c2@example.com",
+    ]
 
 
 @pytestmark_tx

@@ -1,13 +1,14 @@
 """The unit of work (helpdesk.transactions): before-commit callbacks, and the audit entries it writes."""
 
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models.signals import pre_save
+from django.test.utils import CaptureQueriesContext
 
 from accounts import services
 from accounts.models import Team
 from audit.models import AuditEntry
-from helpdesk.transactions import before_commit, unit_of_work
+from helpdesk.transactions import before_commit, in_open_unit, unit_of_work
 from tests.audit_helpers import entries_written
 from tests.factories import AgentFactory, TeamFactory
 
@@ -92,6 +93,35 @@ def test_the_search_totals_lock_last_after_the_audit_whatever_registered_first(l
     raised = max(i for i, sql in enumerate(statements) if generation_table in sql)
     chained = max(i for i, sql in enumerate(statements) if "audit_auditchainhead" in sql)
     assert chained < raised
+
+
+def test_a_service_in_the_open_unit_makes_no_savepoint_and_its_callbacks_run_at_the_commit(license):
+    ran = []
+
+    @unit_of_work
+    def rename(*, team, name):
+        before_commit(lambda: ran.append(name))
+        team.name = name
+        team.save(update_fields=["name"])
+
+    team = TeamFactory(license=license)
+    with unit_of_work():
+        with CaptureQueriesContext(connection) as queries:
+            in_open_unit(rename, team=team, name="Kept")
+        assert ran == []
+    assert queries.captured_queries and not [
+        query["sql"] for query in queries.captured_queries if "SAVEPOINT" in query["sql"].upper()
+    ]
+    assert ran == ["Kept"] and Team.objects.get(pk=team.pk).name == "Kept"
+    # and a failure inside it rolls the whole unit back
+    with pytest.raises(RuntimeError), unit_of_work():
+        team.name = "Gone"
+        team.save(update_fields=["name"])
+        in_open_unit(lambda **kwargs: (_ for _ in ()).throw(RuntimeError("boom")))
+    assert Team.objects.get(pk=team.pk).name == "Kept"
+    # and outside a unit it is refused
+    with pytest.raises(transaction.TransactionManagementError):
+        in_open_unit(rename, team=team, name="Never")
 
 
 def test_before_commit_outside_a_unit_of_work_is_refused(db):

@@ -32,7 +32,7 @@ from django.db import IntegrityError
 from accounts.models import Attachment, License, Team
 from helpdesk.context import EMAIL_MESSAGE, Actor, acting_as
 from helpdesk.errors import TooLarge
-from helpdesk.transactions import unit_of_work
+from helpdesk.transactions import in_open_unit, unit_of_work
 from templates_app import senders, ticket_mail
 from templates_app.addresses import parse_inbound_address
 from templates_app.inbound import authenticity, parse, storm
@@ -239,7 +239,8 @@ def _new_ticket(
     if dropped:
         note = f"{note} {dropped}".strip()
         inbound.note = inbound.note or dropped[1:-1]
-    ticket = ticket_services.ticket_create(
+    ticket = in_open_unit(  # the mail's unit of work rolls back whole: no savepoint of its own
+        ticket_services.ticket_create,
         license=target.license,
         subject=mail.subject or "(no subject)",
         requester={"email": requester.email, "name": requester.name},
@@ -269,7 +270,8 @@ def _reply(ticket: Ticket, mail, txn_id, note: str, *, reopen: bool = True, auto
         # spam/trash: the contract moves it back; archive too, or the customer's reply could not be added
         ticket = ticket_services.ticket_update(ticket=ticket, silo="tickets")
     reopen = {"status": "open"} if reopen and ticket.status in ("solved", "closed") else {}
-    return ticket_services.ticket_update(
+    return in_open_unit(  # the mail's unit of work rolls back whole: no savepoint of its own
+        ticket_services.ticket_update,
         ticket=ticket,
         message=_message_dict(mail, note, automatic),
         author_type="client",

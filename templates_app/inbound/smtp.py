@@ -33,6 +33,7 @@ from aiosmtpd.smtp import SMTP
 from django.conf import settings
 from django.db import close_old_connections, connections
 
+from templates_app import send_relay
 from templates_app.addresses import parse_inbound_address
 from templates_app.inbound.selectors import license_copy
 from templates_app.inbound.services import MessageTooLarge, UnknownRecipient, inbound_message_receive
@@ -152,9 +153,19 @@ class InboundController(Controller):
         self.loop.call_soon_threadsafe(self._factory_invoker)
         return None
 
+    def start(self, *args, **kwargs):
+        # the acknowledgements' send tasks, published in batches off the mails' threads (templates_app.send_relay)
+        self.relay = send_relay.Relay()
+        self.relay.start()
+        send_relay.install(self.relay)
+        super().start(*args, **kwargs)
+
     def stop(self, *args, **kwargs):
-        super().stop(*args, **kwargs)
-        self.handler.shutdown()
+        try:
+            super().stop(*args, **kwargs)
+            self.handler.shutdown()
+        finally:
+            send_relay.uninstall(self.relay)  # publishes what waits
 
     def factory(self):
         server_class = _LongLinesLMTP if self.handler.lmtp else _LongLinesSMTP
