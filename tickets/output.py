@@ -35,18 +35,21 @@ from tickets import document
 from tickets.document import CHILD_COLUMNS, document_sql
 from tickets.events_output import events_by_ticket
 from tickets.models import Ticket
+from tickets.totals import GENERATION_SQL
 
 # --- PostgreSQL: documents built by the database ----------------------------------------------------------
 
 
-def _page_sql(keys_sql: str, descending: bool) -> str:
+def _page_sql(keys_sql: str, descending: bool, generation: bool = False) -> str:
     # The keys come back as the cursor's text (`helpdesk.api.pagination.cursor_text`): the paginator reads only
     # the first and the last, and loading a hundred timestamps and UUIDs as Python objects cost ~0.3 ms.
+    # `generation`: a fourth column, the license's search generation (its parameter first), read once
+    # (PostgreSQL's InitPlan) from the page's own snapshot.
     direction = "DESC" if descending else "ASC"
     return f"""
         SELECT k.id::text,
                to_char(k.sort_value AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-               {document_sql()}
+               {document_sql()}{f", {GENERATION_SQL}" if generation else ""}
         FROM ({keys_sql}) AS k(id, sort_value)
         JOIN {Ticket._meta.db_table} t ON t.id = k.id
         ORDER BY k.sort_value {direction}, k.id {direction}"""
@@ -66,6 +69,10 @@ def _page_from_keys(keys_sql: str, params, descending: bool, sort_field: str, ke
     with connections[read_alias()].cursor() as cursor:  # a replica's, inside a designated read
         cursor.execute(_page_sql(keys_sql, descending), params)
         rows = cursor.fetchall()
+    return _items(rows, sort_field, keep_json)
+
+
+def _items(rows, sort_field: str, keep_json: bool) -> list[dict]:
     if keep_json:  # the events are spliced into the text (_with_events)
         return [{"id": pk, sort_field: value, "doc": None, "json": doc} for pk, value, doc in rows]
     return [{"id": pk, sort_field: value, "doc": orjson.Fragment(doc)} for pk, value, doc in rows]
@@ -175,6 +182,20 @@ def ticket_page_from_keys(
     the same statement compiled once per search shape, tickets.search_shapes)."""
     items = _page_from_keys(keys_sql, params, descending, sort_field, keep_json=events)
     return _with_events(items, license_id) if events and items else items
+
+
+def ticket_page_and_generation(
+    keys_sql: str, params, descending: bool, sort_field: str, *, events: bool, license_id
+) -> tuple[list[dict], int | None]:
+    """`ticket_page_from_keys`, and the license's search generation read by the same statement (None for an
+    empty page: no row carries it). The generation comes from the page's snapshot, so the page and a total
+    looked up at it (`tickets.totals.exact_count(generation=...)`) see the same writes."""
+    with connections[read_alias()].cursor() as cursor:  # a replica's, inside a designated read
+        cursor.execute(_page_sql(keys_sql, descending, generation=True), (license_id, *params))
+        rows = cursor.fetchall()
+    generation = rows[0][3] if rows else None
+    items = _items([row[:3] for row in rows], sort_field, keep_json=events)
+    return (_with_events(items, license_id) if events and items else items), generation
 
 
 def ticket_document(queryset, ticket_id, *, license_id):

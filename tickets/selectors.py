@@ -31,7 +31,7 @@ from helpdesk.api.relative_dates import RelativeDate
 from tickets import search_shapes, totals
 from tickets.filters import TicketFilterSet, count_digest, parse_params
 from tickets.models import Ticket
-from tickets.output import ticket_page, ticket_page_from_keys
+from tickets.output import ticket_page, ticket_page_and_generation, ticket_page_from_keys
 
 SORT_FIELDS = {"createdAt": "created_at", "updatedAt": "updated_at", "lastMessageAt": "last_message_at"}
 
@@ -138,20 +138,27 @@ def _search_postgresql(license: License, params: QueryDict, check_ids: bool) -> 
                 params, Ticket.objects.for_license(license), license=license, cleaned=data
             )
         keys = search_shapes.keys_sql(license, filterset, paginator)
-    rows = ticket_page_from_keys(
-        *keys, paginator.sort_field, events=_with_events(data), license_id=license.pk
-    )
+    moving = filterset is None and _moving(data)
+    generation = None
+    if filterset is None and not moving and totals.generation_unloaded(license):
+        # the generation its total is looked up at, read by the page's statement instead of one of its own
+        rows, generation = ticket_page_and_generation(
+            *keys, paginator.sort_field, events=_with_events(data), license_id=license.pk
+        )
+    else:
+        rows = ticket_page_from_keys(
+            *keys, paginator.sort_field, events=_with_events(data), license_id=license.pk
+        )
     items = paginator.page_rows(rows, Ticket)
     if filterset is not None:
         total = ticket_count(license, filterset)
     else:
-        moving = _moving(data)
         digest = None if moving else count_digest(data, now, search_shapes.recorded_parts(license, data))
 
         def counted():  # only on a miss (or a moving bound): bound into its count's shape, else compiled
             return search_shapes.count_sql(license, data, now)
 
-        total = totals.exact_count(counted, license, digest, cached=not moving)
+        total = totals.exact_count(counted, license, digest, cached=not moving, generation=generation)
     return TicketSearch([item["doc"] for item in items], total, paginator)
 
 

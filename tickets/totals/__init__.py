@@ -65,7 +65,8 @@ deletion locks the license row and then, through its cascade, tickets; a ticket 
 its end, the generation. With the generation on the license row the two deadlocked (PostgreSQL aborted one).
 """
 
-from tickets.totals.reading import count_sql, exact_count, exact_counts
+from tickets.totals.keys import GENERATION_SQL
+from tickets.totals.reading import count_sql, exact_count, exact_counts, generation_unloaded
 from tickets.totals.writing import changing
 
-__all__ = ["changing", "count_sql", "exact_count", "exact_counts"]
+__all__ = ["GENERATION_SQL", "changing", "count_sql", "exact_count", "exact_counts", "generation_unloaded"]

@@ -30,7 +30,9 @@ STEP_WAIT_RECENT_MS = 200
 MAX_STEPS = 50  # writes a reader's roll forward may walk through
 
 
-def exact_count(queryset, license, digest: str | None = None, *, cached: bool = True) -> int:
+def exact_count(
+    queryset, license, digest: str | None = None, *, cached: bool = True, generation: int | None = None
+) -> int:
     """The exact count of `queryset` (tickets, or a team inbox's TicketTeam links) at the license's generation.
 
     `license` is the caller's License row as loaded for this request (its generation joined by the API's
@@ -46,13 +48,17 @@ def exact_count(queryset, license, digest: str | None = None, *, cached: bool = 
     read): the same exact count as a miss's. Measured (bench/README.md, issue 34, `search3` branch): a miss's
     round trips, lock and generation read: `createdDateFrom=-30d` 8.64 M -> 6.41 M instructions per search
     (bench/cpu.py --instructions, 100k set).
+
+    `generation`: the license's generation, read by a statement the caller ran anyway (the search's page, when
+    `generation_unloaded`), instead of `_loaded_generation`'s read. Any generation will do: an entry stored
+    under one is the exact count at it.
     """
     if not cached:
         return _counted(*_sql(_built(queryset)))
     sql = params = None
     if digest is None:
         sql, params, digest = _prepared(_built(queryset))
-    wanted = _loaded_generation(license)
+    wanted = _loaded_generation(license) if generation is None else generation
     found = cache.get(count_key(license.pk, wanted, digest))
     if found is not None:
         registry.keep_registered(license.pk, digest)
@@ -128,6 +134,15 @@ def _missed(license, sql: str, params, digest: str, wanted: int) -> int:
     finally:
         if locked:  # only a lock this request took
             cache.delete(counting)
+
+
+def generation_unloaded(license) -> bool:
+    """Whether `exact_count` would read the license's generation by a statement of its own (a caller served from
+    its process's copy, or a designated read from a replica): a statement that runs anyway may read it instead
+    and pass it as `generation`.
+    Measured (bench/README.md, issue 34, `search4` branch): the inbox's own read of it, folded into its page's
+    statement, 3.62 M -> 3.48 M instructions per search (bench/cpu.py --instructions, 100k set)."""
+    return read_alias() != "default" or not License.search_generation.related.is_cached(license)
 
 
 def _loaded_generation(license) -> int:
