@@ -3,17 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-import logging
 import time
 
 from django.conf import settings
-from django.core.cache import cache, caches
+from django.core.cache import cache
 from django.db import connections, transaction
 from django.db.models import F
-from django_redis.cache import RedisCache
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import ResponseError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from accounts.models import License
 from helpdesk.replicas import read_alias
@@ -64,32 +59,13 @@ def exact_count(
     if digest is None:
         sql, params, digest = _prepared(_built(queryset))
     wanted = _loaded_generation(license) if generation is None else generation
-    found = _cached(count_key(license.pk, wanted, digest))
+    found = cache.get(count_key(license.pk, wanted, digest))
     if found is not None:
         registry.keep_registered(license.pk, digest)
         return found
     if sql is None:
         sql, params = _sql(_built(queryset))
     return _missed(license, sql, params, digest, wanted)
-
-
-def _cached(key: str):
-    """`cache.get(key)`; on Redis by its client directly, as django-redis's `get` does it, with its
-    IGNORE_EXCEPTIONS (settings): an unreachable Redis is a miss, logged on its logger (`helpdesk.cache`).
-    Measured (bench/README.md, issue 34, `search4` branch): django-redis's wrappers around the one GET of a
-    search's total, inbox ? M -> ? M instructions per search (bench/cpu.py --instructions, 100k set)."""
-    backend = caches["default"]
-    if not isinstance(backend, RedisCache):
-        return backend.get(key)
-    client = backend.client
-    try:
-        value = client.get_client(write=False).get(backend.make_key(key))
-    except (RedisConnectionError, RedisTimeoutError, ResponseError, OSError):
-        logging.getLogger(getattr(settings, "DJANGO_REDIS_LOGGER", "django_redis.cache")).exception(
-            "Exception ignored"
-        )
-        return None
-    return None if value is None else client.decode(value)
 
 
 def _built(queryset):
