@@ -212,26 +212,20 @@ class RequestLogMiddleware:
             route = route_of(request)
             duration_ms = round((time.monotonic() - started) * 1000, 1)
             level = logging.ERROR if status >= 500 else logging.WARNING if status >= 400 else logging.INFO
-            if access_log.isEnabledFor(level):
-                # The record made and handled as `access_log.log` would, less its caller's file and line
-                # (`findCaller`'s walk of the stack), which no format of ours shows. Measured (bench/README.md,
-                # issue 34, `search4` branch): inbox ? M -> ? M instructions per search.
-                access_log.handle(
-                    access_log.makeRecord(
-                        access_log.name,
-                        level,
-                        "(unknown file)",
-                        0,
-                        "%s %s %s %sms %s queries",
-                        (request.method, route or "-", status, duration_ms, counter.count),
-                        None,
-                        extra={
-                            "method": request.method,
-                            "route": route,
-                            "status": status,
-                            "durationMs": duration_ms,
-                            "queries": counter.count,
-                        },
-                    )
-                )
+            access_log.log(
+                level,
+                "%s %s %s %sms %s queries",
+                request.method,
+                route or "-",
+                status,
+                duration_ms,
+                counter.count,
+                extra={
+                    "method": request.method,
+                    "route": route,
+                    "status": status,
+                    "durationMs": duration_ms,
+                    "queries": counter.count,
+                },
+            )
         return response
