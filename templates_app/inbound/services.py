@@ -33,6 +33,7 @@ from accounts.models import Attachment, License, Team
 from helpdesk.context import EMAIL_MESSAGE, Actor, acting_as
 from helpdesk.errors import TooLarge
 from helpdesk.transactions import in_open_unit, unit_of_work
+from helpdesk.versioned import read_together
 from templates_app import senders, ticket_mail
 from templates_app.addresses import parse_inbound_address
 from templates_app.inbound import authenticity, parse, storm
@@ -390,6 +391,7 @@ def _store(
     )
 
 
+@read_together()  # the versions of the license's copies (license, rules, SLA, webhooks, addresses) in one read
 def inbound_message_receive(
     *,
     raw: bytes,
