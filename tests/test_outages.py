@@ -296,12 +296,16 @@ def test_the_first_mail_after_postgresql_returns_is_stored_by_a_listener_idle_du
     from tickets.models import Ticket
 
     settings.MEDIA_ROOT = str(tmp_path)
-    license = LicenseFactory()  # on this test's connection, opened before the proxy (`owner`): only the listener's
+    license = (
+        LicenseFactory()
+    )  # on this test's connection, opened before the proxy (`owner`): only the listener's
     # goes through it
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    controller = make_controller(host="127.0.0.1", port=port, lmtp=False, workers=1)  # one thread: one connection
+    controller = make_controller(
+        host="127.0.0.1", port=port, lmtp=False, workers=1
+    )  # one thread: one connection
     controller.start()
     try:
         # given: the listener's thread holds a connection (a first mail), then PostgreSQL restarts while it idles
