@@ -276,3 +276,50 @@ def test_a_statement_over_the_statement_timeout_answers_a_fast_503(
         "details": {"requestID": headers["X-Request-ID"]},
     }
     assert int(headers["Retry-After"]) > 0
+
+
+@pytest.mark.postgres
+def test_the_first_mail_after_postgresql_returns_is_stored_by_a_listener_idle_during_the_outage(
+    owner, postgres_proxy, tmp_path, settings
+):
+    """The SMTP listener's threads keep their connections across mails and run no health check before each
+    (templates_app.inbound.smtp._in_thread): a connection a restart left dead is found by the mail's own first
+    statement, replaced, and the mail runs once more: 250, stored once, no 451."""
+    import smtplib
+    import socket
+
+    from templates_app.addresses import license_address
+    from templates_app.inbound.smtp import make_controller
+    from templates_app.models import InboundMessage
+    from tests.factories import LicenseFactory
+    from tests.mail_helpers import simple
+    from tickets.models import Ticket
+
+    settings.MEDIA_ROOT = str(tmp_path)
+    license = (
+        LicenseFactory()
+    )  # on this test's connection, opened before the proxy (`owner`): only the listener's
+    # goes through it
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    controller = make_controller(
+        host="127.0.0.1", port=port, lmtp=False, workers=1
+    )  # one thread: one connection
+    controller.start()
+    try:
+        # given: the listener's thread holds a connection (a first mail), then PostgreSQL restarts while it idles
+        with smtplib.SMTP("127.0.0.1", port) as client:
+            client.sendmail("a@example.com", [license_address(license.pk)], simple(sender="a@example.com"))
+        postgres_proxy.cut()
+        postgres_proxy.restore()
+        # when the next mail comes (its recipient checked from the process's copy, its mail on the dead connection)
+        raw = simple(sender="b@example.com", headers={"Message-ID": "<after-restart@client.example>"})
+        with smtplib.SMTP("127.0.0.1", port) as client:
+            refused = client.sendmail("b@example.com", [license_address(license.pk)], raw)
+        # then it is accepted and stored once
+        assert refused == {}
+        assert InboundMessage.objects.filter(message_id="<after-restart@client.example>").count() == 1
+        assert Ticket.objects.filter(license=license).count() == 2
+    finally:
+        controller.stop()

@@ -50,8 +50,8 @@ from django.db.models.signals import post_delete, post_init, post_save, pre_init
 from helpdesk.api import ratelimit
 from helpdesk.versioned import VersionedCopies
 
-ACCOUNTS = VersionedCopies("caller:account")
-LICENSES = VersionedCopies("caller:license")
+ACCOUNTS = VersionedCopies("caller:account", by_license=False)
+LICENSES = VersionedCopies("caller:license", by_license=False)  # read in the rate limit's EVAL
 VERSION_TTL_SECONDS = 24 * 3600  # an idle caller's version may go: the next request draws a new one
 MOST = 10_000  # credentials held per process
 
