@@ -1,6 +1,8 @@
 """helpdesk.compiled: a read compiled once gives the rows the ORM gives, and leans on the ORM's compiler only as
 far as a test here notices (its `as_sql`, `select` and `get_converters`)."""
 
+import uuid
+
 import pytest
 from django.db import connection
 from django.db.models.signals import post_save
@@ -9,6 +11,8 @@ from helpdesk.compiled import Compiled, Insert
 from tests.factories import TicketFactory
 from tickets import events_output
 from tickets.models import Ticket, TicketEvent
+from tickets.reports import wiring
+from tickets.reports.models import TicketMetrics
 
 
 def _tickets(license_id, subject):
@@ -122,3 +126,23 @@ def test_an_insert_leaves_a_model_with_save_receivers_to_the_orm(license):
         post_save.disconnect(sender=TicketEvent, dispatch_uid="test_compiled_insert")
     # then
     assert seen == events and len(_events(ticket.pk)) == 2
+
+
+def test_a_tickets_metrics_read_compiled_is_the_orms(license):
+    # given
+    ticket, without = TicketFactory(license=license), TicketFactory(license=license)
+    TicketMetrics.objects.filter(ticket_id__in=[ticket.pk, without.pk]).delete()
+    TicketMetrics.objects.create(
+        ticket=ticket, license=license, created_at=ticket.created_at, first_response_seconds=1.5,
+        first_response_agent_id=uuid.uuid4(), teams="a b", resolved=2, status="open",
+    )  # fmt: skip
+    # when
+    read = wiring._read_metrics(ticket.pk)
+    # then: the ORM's row, saved and updatable as the ORM's
+    orm = TicketMetrics.objects.get(ticket_id=ticket.pk)
+    assert [getattr(read, name) for name in wiring._COLUMNS] == [
+        getattr(orm, name) for name in wiring._COLUMNS
+    ]
+    assert (read._state.adding, read._state.db) == (False, "default")
+    assert wiring._read_metrics(without.pk) is None
+    assert (wiring._metrics.statement(ticket.pk) is not None) == (connection.vendor == "postgresql")
