@@ -101,6 +101,8 @@ class Insert:
         meta = self.model._meta
         return (
             connection.vendor == "postgresql"
+            and not meta.parents  # a child of a concrete model: its parent's row first, the ORM's way
+            and not meta.proxy
             and not pre_save.has_listeners(self.model)
             and not post_save.has_listeners(self.model)
             and not meta.db_returning_fields
