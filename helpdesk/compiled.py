@@ -20,6 +20,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from django.db import connections, router
+from django.db.models.signals import post_save, pre_save
 
 _STAND_INS = {
     int: lambda n: -(10**12) - n,
@@ -77,3 +78,64 @@ class Compiled:
         with connections[router.db_for_read(self.model)].cursor() as cursor:
             cursor.execute(*statement)
             return cursor.fetchall()
+
+
+class Insert:
+    """INSERTs of a model's rows (all its columns, values given in Python) with the SQL text built once per
+    process and number of rows; each row's values are prepared as the ORM's INSERT prepares them
+    (`pre_save`, `get_db_prep_save`).
+
+    Issue 34: the events of every write and a new ticket's metrics row went through `bulk_create`/`save`, which
+    build the INSERT field by field each time (bench/README.md "Issue 34: writes, third round"). Only for
+    PostgreSQL, a model without save receivers (no `pre_save`/`post_save` listener: the audited models keep
+    `Model.save`, and so would one that gains a receiver later), with no database-computed column to read back
+    (a primary key of its own, no `db_returning` field) and no value that is an expression (a `db_default`
+    left to the database): anything else goes the ORM's way, as before.
+    """
+
+    def __init__(self, model):
+        self.model = model
+        self._sql: dict[int, str] = {}
+
+    def _fits(self, connection) -> bool:
+        meta = self.model._meta
+        return (
+            connection.vendor == "postgresql"
+            and not meta.parents  # a child of a concrete model: its parent's row first, the ORM's way
+            and not meta.proxy
+            and not pre_save.has_listeners(self.model)
+            and not post_save.has_listeners(self.model)
+            and not meta.db_returning_fields
+            and not any(hasattr(field, "get_placeholder") for field in meta.local_concrete_fields)
+        )
+
+    def save(self, objs: list, orm: Callable[[list], object]) -> None:
+        """Inserts `objs` (their `_state` then as after `save`); `orm(objs)` is the ORM's way, run instead
+        where this one does not fit."""
+        using = router.db_for_write(self.model)
+        connection = connections[using]
+        if not objs or not self._fits(connection):
+            orm(objs)
+            return
+        fields = [field for field in self.model._meta.local_concrete_fields if not field.generated]
+        params = []
+        for obj in objs:
+            obj._prepare_related_fields_for_save(operation_name="bulk_create")
+            values = [field.get_db_prep_save(field.pre_save(obj, True), connection) for field in fields]
+            if any(hasattr(value, "resolve_expression") for value in values):
+                orm(objs)  # before any row is written
+                return
+            params.extend(values)
+        sql = self._sql.get(len(objs))
+        if sql is None:
+            quote = connection.ops.quote_name
+            row = "(" + ", ".join(["%s"] * len(fields)) + ")"
+            sql = self._sql[len(objs)] = (
+                f"INSERT INTO {quote(self.model._meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
+                f"VALUES {', '.join([row] * len(objs))}"
+            )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+        for obj in objs:
+            obj._state.adding = False
+            obj._state.db = using

@@ -27,6 +27,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import License
+from helpdesk.compiled import Insert
 from helpdesk.queue import enqueue_now
 from helpdesk.transactions import unit_of_work
 from templates_app import ticket_delivery
@@ -114,6 +115,8 @@ def render_for_license(*, license, context: dict, template: Template | None = No
 
 # --- queueing and delivery ----------------------------------------------------------------------------------
 
+_insert = Insert(OutboundMessage)  # no save receivers: a fresh row's INSERT built once per process
+
 
 def message_queue(
     *,
@@ -138,7 +141,8 @@ def message_queue(
     if rendered is not None:
         fields.update(text=rendered.text, html=rendered.html)
     if fresh:
-        message = OutboundMessage.objects.create(license=license, key=key[:200], **fields, **threading)
+        message = OutboundMessage(license=license, key=key[:200], **fields, **threading)
+        _insert.save([message], lambda objs: objs[0].save(force_insert=True))  # as objects.create() would
         created = True
     else:
         message, created = OutboundMessage.objects.get_or_create(

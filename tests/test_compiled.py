@@ -1,13 +1,18 @@
 """helpdesk.compiled: a read compiled once gives the rows the ORM gives, and leans on the ORM's compiler only as
 far as a test here notices (its `as_sql`, `select` and `get_converters`)."""
 
+import uuid
+
 import pytest
 from django.db import connection
+from django.db.models.signals import post_save
 
-from helpdesk.compiled import Compiled
+from helpdesk.compiled import Compiled, Insert
 from tests.factories import TicketFactory
 from tickets import events_output
-from tickets.models import Ticket
+from tickets.models import Ticket, TicketEvent
+from tickets.reports import wiring
+from tickets.reports.models import TicketMetrics
 
 
 def _tickets(license_id, subject):
@@ -59,3 +64,85 @@ def test_the_queued_delivery_statement_is_the_orms(db):
     query = Message.objects.filter(pk=uuid.uuid4()).query.chain(UpdateQuery)
     query.add_update_values({"delivery_status": []})
     assert query.get_compiler(connection=connection).as_sql()[0] == _QUEUED_SQL
+
+
+def _events(ticket_id):
+    return list(
+        TicketEvent.objects.filter(ticket_id=ticket_id, type__in=("status", "tags"))
+        .order_by("position", "type")
+        .values(
+            *(f.attname for f in TicketEvent._meta.concrete_fields if f.attname not in ("id", "ticket_id"))
+        )
+    )
+
+
+def _new_events(license, ticket):
+    return [
+        TicketEvent(
+            license=license, ticket=ticket, type="status", position=0, author_type="system",
+            source_type="api", payload={"old": "open", "new": "pending"},
+        ),
+        TicketEvent(
+            license=license, ticket=ticket, type="tags", position=1, author_type="system",
+            source_type="api", payload={"added": ["x"], "removed": []},
+        ),
+    ]  # fmt: skip
+
+
+def test_an_insert_writes_the_rows_bulk_create_writes(license):
+    # given
+    by_orm, by_insert = TicketFactory(license=license), TicketFactory(license=license)
+    orm, inserted = _new_events(license, by_orm), _new_events(license, by_insert)
+    for one, other in zip(orm, inserted, strict=True):
+        other.created_at = one.created_at
+    TicketEvent.objects.bulk_create(orm)
+    # when
+    calls = []
+
+    def orm(objs):
+        calls.append(objs)
+        TicketEvent.objects.bulk_create(objs)
+
+    Insert(TicketEvent).save(inserted, orm)
+    # then: the same rows, saved alike; PostgreSQL wrote them itself, SQLite by the ORM
+    assert _events(by_insert.pk) == _events(by_orm.pk) and len(_events(by_orm.pk)) == 2
+    assert [(e._state.adding, e._state.db) for e in inserted] == [(False, "default")] * 2
+    assert calls == ([] if connection.vendor == "postgresql" else [inserted])
+
+
+def test_an_insert_leaves_a_model_with_save_receivers_to_the_orm(license):
+    # given: a receiver of the model's saves (the audit's, one day)
+    ticket, seen = TicketFactory(license=license), []
+
+    def receiver(sender, instance, **kwargs):
+        seen.append(instance)
+
+    post_save.connect(receiver, sender=TicketEvent, dispatch_uid="test_compiled_insert")
+    try:
+        events = _new_events(license, ticket)
+        # when
+        Insert(TicketEvent).save(events, lambda objs: [each.save(force_insert=True) for each in objs])
+    finally:
+        post_save.disconnect(sender=TicketEvent, dispatch_uid="test_compiled_insert")
+    # then
+    assert seen == events and len(_events(ticket.pk)) == 2
+
+
+def test_a_tickets_metrics_read_compiled_is_the_orms(license):
+    # given
+    ticket, without = TicketFactory(license=license), TicketFactory(license=license)
+    TicketMetrics.objects.filter(ticket_id__in=[ticket.pk, without.pk]).delete()
+    TicketMetrics.objects.create(
+        ticket=ticket, license=license, created_at=ticket.created_at, first_response_seconds=1.5,
+        first_response_agent_id=uuid.uuid4(), teams="a b", resolved=2, status="open",
+    )  # fmt: skip
+    # when
+    read = wiring._read_metrics(ticket.pk)
+    # then: the ORM's row, saved and updatable as the ORM's
+    orm = TicketMetrics.objects.get(ticket_id=ticket.pk)
+    assert [getattr(read, name) for name in wiring._COLUMNS] == [
+        getattr(orm, name) for name in wiring._COLUMNS
+    ]
+    assert (read._state.adding, read._state.db) == (False, "default")
+    assert wiring._read_metrics(without.pk) is None
+    assert (wiring._metrics.statement(ticket.pk) is not None) == (connection.vendor == "postgresql")

@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from accounts.models import Agent
 from helpdesk import context
+from helpdesk.compiled import Insert
 from tickets.models import Message, Ticket, TicketEvent
 from tickets.signals import events_recorded
 
@@ -160,11 +161,16 @@ class History:
 
     def save(self) -> list[TicketEvent]:
         if self.events:
-            TicketEvent.objects.bulk_create(self.events)
+            _insert.save(self.events, TicketEvent.objects.bulk_create)
             events_recorded.send(
                 sender=TicketEvent, ticket=self.ticket, events=self.events, created=self.created
             )
         return self.events
+
+
+# No save receivers: the events' INSERT built once per process (with a new ticket's metrics row: create
+# 22.92 -> 22.66 M instructions, reply 31.17 -> 30.88 M, PATCH 14.42 -> 14.21 M; bench/README.md)
+_insert = Insert(TicketEvent)
 
 
 def assignment_side(team, agent) -> dict:

@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from accounts.models import Agent, Attachment, AttachmentTransaction, License, Team
 from accounts.services import same_license, stamp_create, stamp_update, transaction_bind
-from helpdesk.compiled import Compiled
+from helpdesk.compiled import Compiled, Insert
 from helpdesk.context import current_actor
 from helpdesk.errors import Conflict, TooLarge, field_error
 from helpdesk.timestamps import iso
@@ -101,6 +101,11 @@ def _refresh_text(ticket: Ticket) -> list[str]:
     return list(fields)
 
 
+# No save receivers: a message's INSERT built once per process (with the outbox row's: create 22.66 -> 21.98 M
+# instructions, reply 30.88 -> 30.17 M; bench/README.md)
+_message_insert = Insert(Message)
+
+
 def _add_message(
     ticket: Ticket, *, data: dict, author_type: str, author_agent, txn, history: History
 ) -> Message:
@@ -121,7 +126,7 @@ def _add_message(
         transaction=txn,
         created_at=now,
     )
-    message.save()
+    _message_insert.save([message], lambda objs: objs[0].save())
     history.message(message)
     _message_times(ticket, is_private=is_private, author_type=author_type, now=now)
     return message
