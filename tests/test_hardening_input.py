@@ -10,6 +10,7 @@ from rest_framework import serializers
 
 from tests.conftest import api_client
 from tests.factories import AgentFactory, CustomFieldFactory, TicketFactory
+from tickets import services as ticket_services
 from tickets.api import views as ticket_views
 from tickets.models import Ticket
 
@@ -247,6 +248,15 @@ def test_a_ticket_deleted_by_the_purge_during_a_write_is_a_404(method, owner, mo
         return found
 
     monkeypatch.setattr(ticket_views.TicketViewSet, "get_object", get_object_then_purge)
+    # A PATCH reads its ticket once, under the service's lock (issue 34): the purge commits just before that read.
+    original_lock = ticket_services._lock_ticket
+
+    def purge_then_lock(found):
+        Ticket.objects.filter(pk=found.pk).delete()
+        return original_lock(found)
+
+    if method == "patch":
+        monkeypatch.setattr(ticket_services, "_lock_ticket", purge_then_lock)
     url = f"/v1/tickets/{ticket.pk}"
     if method == "patch":
         response = owner.client.patch(url, {"subject": "late"}, format="json")
