@@ -104,12 +104,4 @@ def render_queued(row: OutboundMessage) -> None:
     context = mail.license_context(license=license, **spec["values"], **{"message.text": spec["body"]})
     template = team.template if team is not None and team.template_id else None
     rendered, inline = mail.render_for_license(license=license, context=context, template=template)
-    from_email, reply_to = ticket_mail.sender(
-        license=license, team=team, short_id=spec["values"]["ticket.shortID"]
-    )
-    row.text, row.html, row.from_email = rendered.text, rendered.html, from_email
-    row.headers = {"Reply-To": reply_to, **row.headers}
-    row.to_render = None
-    row.save(update_fields=["text", "html", "from_email", "headers", "to_render"])
-    if inline:
-        row.attachments.set(inline)
+    ticket_mail.store_rendering(row, rendered, inline, license=license, team=team)

@@ -306,8 +306,14 @@ def render_queued(row: OutboundMessage) -> None:
         files=not acknowledgement,
         values=spec["values"],
     )
+    store_rendering(row, rendered, inline, license=ticket.license, team=team)
+
+
+def store_rendering(row, rendered, inline, *, license, team) -> None:
+    """The worker's rendering of a queued row (`to_render`), stored before its first send: the body, the team's
+    From and Reply-To, the inline images."""
     from_email, reply_to = sender(
-        license=ticket.license, team=team, short_id=spec["values"]["ticket.shortID"]
+        license=license, team=team, short_id=row.to_render["values"]["ticket.shortID"]
     )
     row.text, row.html, row.from_email = rendered.text, rendered.html, from_email
     row.headers = {"Reply-To": reply_to, **row.headers}
