@@ -163,6 +163,19 @@ def test_counts_refuse_an_unknown_parameter(owner):
     assert "status" in _error(owner.client.get("/v1/views/counts?status=open"), 400)["details"]
 
 
+def test_counts_refuse_an_unknown_time_zone_with_or_without_views(owner):
+    # given no view at first (found by the fuzzer: nothing read the zone, a 200 with `[]`), then one
+    for _ in range(2):
+        # when the counts are asked in a zone that does not exist, then the search's own 400
+        details = _error(owner.client.get("/v1/views/counts?timezone=Mars/Olympus"), 400)["details"]
+        assert details == {
+            "timezone": ["Unknown time zone 'Mars/Olympus': expected an IANA name such as Europe/Warsaw."]
+        }
+        owner.client.post("/v1/views", {"name": "Open", "filters": {"status": "open"}}, format="json")
+    assert owner.client.get("/v1/views/counts?timezone=Europe/Warsaw").status_code == 200
+    assert _error(owner.client.get("/v1/tickets?timezone=Mars/Olympus"), 400)["details"] == details
+
+
 def test_a_view_whose_team_was_deleted_matches_nothing(owner):
     team = TeamFactory(license=owner.license)
     TicketFactory(license=owner.license, teams=[team])

@@ -4,6 +4,7 @@ included); owners write shared views, owners and normal agents their own private
 
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Q
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import serializers
@@ -14,6 +15,7 @@ from rest_framework.response import Response
 from helpdesk.api.fields import JSONObjectField, StrictCharField, StrictIntegerField, StrictUUIDField
 from helpdesk.api.pagination import PAGINATION_PARAMS, KeysetPagination
 from helpdesk.api.permissions import WRITERS
+from helpdesk.api.relative_dates import TimezoneField
 from helpdesk.api.resources import ResourceViewSet
 from helpdesk.api.serializers import StampedOutputSerializer, StrictSerializer
 from helpdesk.replicas import read_from_replica
@@ -161,6 +163,10 @@ class ViewViewSet(ResourceViewSet):
         unknown = sorted(request.query_params.keys() - {"timezone"})
         if unknown:
             raise ValidationError({name: ["Unknown parameter."] for name in unknown})
+        try:  # checked here too: with no view, no search would read it (an unknown zone was a 200 and `[]`)
+            TimezoneField().clean(request.query_params.get("timezone"))
+        except DjangoValidationError as error:
+            raise ValidationError({"timezone": error.messages}) from None
         counts = view_selectors.view_counts(
             request.license, self.get_queryset(), timezone=request.query_params.get("timezone")
         )
