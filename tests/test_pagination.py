@@ -257,6 +257,79 @@ def test_link_urls_keep_the_other_parameters_and_drop_page(teams):
     assert "next." not in prev_url
 
 
+@pytest.mark.parametrize(
+    ("extra", "origin"),
+    [
+        ({}, "http://testserver"),
+        ({"HTTP_HOST": "localhost:8000"}, "http://localhost:8000"),
+        ({"secure": True}, "https://testserver"),
+        ({"HTTP_HOST": "127.0.0.1", "secure": True}, "https://127.0.0.1"),
+    ],
+)
+def test_link_urls_follow_each_requests_scheme_and_host(teams, extra, origin):
+    # given the absolute URL remembered per process by an earlier request to another host or scheme
+    get({"pageSize": 3})
+
+    # when
+    request = APIRequestFactory().get("/teams", {"pageSize": 3}, **extra)
+    response = TeamList.as_view()(request)
+
+    # then
+    assert links(response)["next"].startswith(f"{origin}/teams?pageSize=3&next.value=")
+
+
+class _ReadsRecorded(dict):
+    """A request's META that records which keys are read."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.read = set()
+
+    def __getitem__(self, key):
+        self.read.add(key)
+        return super().__getitem__(key)
+
+    def __contains__(self, key):
+        self.read.add(key)
+        return super().__contains__(key)
+
+    def get(self, key, default=None):
+        self.read.add(key)
+        return super().get(key, default)
+
+
+@pytest.mark.parametrize("forwarded", [False, True])
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {},
+        {"HTTP_HOST": "localhost:8000"},
+        {"HTTP_X_FORWARDED_HOST": "localhost", "HTTP_X_FORWARDED_PORT": "8443"},
+        {"secure": True},
+    ],
+)
+def test_get_host_reads_no_more_of_the_request_than_the_link_urls_remember(settings, forwarded, headers):
+    # The Link URLs' absolute URL is remembered per scheme, path and _HOST_META (helpdesk.api.pagination): this
+    # fails when Django's get_host() reads anything else of the request.
+    from helpdesk.api.pagination import _HOST_META
+
+    # given
+    settings.USE_X_FORWARDED_HOST = settings.USE_X_FORWARDED_PORT = forwarded
+    settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    request = RequestFactory().get("/teams", **headers)
+    request.META = _ReadsRecorded(request.META)
+    request.scheme  # noqa: B018 (the key holds the scheme: what it reads is covered)
+    scheme_reads, request.META.read = request.META.read, set()
+
+    # when
+    host = request.get_host()
+    request.build_absolute_uri(request.path)
+
+    # then
+    assert host
+    assert request.META.read <= {*_HOST_META, *scheme_reads}
+
+
 # --- 400s ----------------------------------------------------------------------------------------------------
 
 
