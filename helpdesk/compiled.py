@@ -6,11 +6,11 @@ values, and each read runs the same SQL with its own values in their places.
 
 Issue 34: a write's response and its mail ran three such reads (the ticket's events, the document's key, the
 thread's Message-IDs) and built and compiled each every time, ~0.3-0.6 ms of CPU apiece (bench/README.md
-"Issue 34: writes, continued"). Only where the rows need no conversion from the database's values (a
-`values_list()` of columns psycopg already gives as Python values: PostgreSQL's uuid, timestamptz, text,
-integers, booleans): the compiler's converters are asked once, and a read that has any (every SQLite read, a
-JSONField...) goes through the ORM each time, as before. Each stand-in must be among the statement's parameters
-(checked when compiled), and no other parameter may equal one.
+"Issue 34: writes, continued"). PostgreSQL only: every SQLite read goes through the ORM each time, as before.
+The compiler's converters (a JSONField's decoding...) are asked once and applied to each read's rows as the
+ORM's `results_iter` applies them. Each stand-in must be among the statement's parameters (checked when
+compiled), and no other parameter may equal one. `targets`: the model field each selected column reads (None
+for an expression), for a caller that builds instances from the rows.
 """
 
 from __future__ import annotations
@@ -36,19 +36,25 @@ class Compiled:
         self.build = build
         self.stand_ins = [_STAND_INS[kind](n) for n, kind in enumerate(types)]
         self.model = None
+        self.targets: list | None = None
         self._compiled: tuple[str, list, list[list[int]]] | None = None
-        self._orm = False  # the rows need converting: every read goes through the ORM
+        self._converters: list = []  # (position, converters, expression) of the columns that need converting
+        self._orm = False  # not PostgreSQL: every read goes through the ORM
 
     def _compile(self) -> None:
         queryset = self.build(*self.stand_ins)
         self.model = queryset.model
         compiler = queryset.query.get_compiler(using=router.db_for_read(self.model))
         sql, params = compiler.as_sql()
-        if compiler.connection.vendor != "postgresql" or compiler.get_converters(
-            [column for column, _, _ in compiler.select]
-        ):
+        if compiler.connection.vendor != "postgresql":
             self._orm = True
             return
+        columns = [column for column, _, _ in compiler.select]
+        self.targets = [getattr(column, "target", None) for column in columns]
+        self._converters = [
+            (position, converters, expression)
+            for position, (converters, expression) in compiler.get_converters(columns).items()
+        ]
         params = list(params)
         positions = []
         for stand_in in self.stand_ins:
@@ -75,9 +81,21 @@ class Compiled:
         statement = self.statement(*values)
         if statement is None:
             return list(self.build(*values))
-        with connections[router.db_for_read(self.model)].cursor() as cursor:
+        connection = connections[router.db_for_read(self.model)]
+        with connection.cursor() as cursor:
             cursor.execute(*statement)
-            return cursor.fetchall()
+            rows = cursor.fetchall()
+        if not self._converters:
+            return rows
+        converted = []
+        for row in map(list, rows):
+            for position, converters, expression in self._converters:
+                value = row[position]
+                for converter in converters:
+                    value = converter(value, expression, connection)
+                row[position] = value
+            converted.append(tuple(row))
+        return converted
 
 
 class Insert:

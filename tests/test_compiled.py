@@ -4,12 +4,13 @@ far as a test here notices (its `as_sql`, `select` and `get_converters`)."""
 import uuid
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models.signals import post_save
+from django.test.utils import CaptureQueriesContext
 
 from helpdesk.compiled import Compiled, Insert
 from tests.factories import TicketFactory
-from tickets import events_output
+from tickets import events_output, services
 from tickets.models import Ticket, TicketEvent
 from tickets.reports import wiring
 from tickets.reports.models import TicketMetrics
@@ -146,3 +147,32 @@ def test_a_tickets_metrics_read_compiled_is_the_orms(license):
     assert (read._state.adding, read._state.db) == (False, "default")
     assert wiring._read_metrics(without.pk) is None
     assert (wiring._metrics.statement(ticket.pk) is not None) == (connection.vendor == "postgresql")
+
+
+def _fields(obj) -> dict:
+    return {field.attname: getattr(obj, field.attname) for field in type(obj)._meta.concrete_fields}
+
+
+def test_a_tickets_locked_read_compiled_is_the_orms(license):
+    # given: JSON columns (decoded by the compiler's converters) on the ticket and on its license
+    ticket = TicketFactory(
+        license=license, custom_fields={"a": [1, "x"]}, people_in_the_loop=[{"email": "p@x"}]
+    )
+    orm = services._locking(ticket.pk, license.pk)
+    # when
+    with transaction.atomic(), CaptureQueriesContext(connection) as sent:
+        locked = services._lock_ticket(Ticket(pk=ticket.pk, license=license))
+    # then: the ORM's statement, and the instances its get() builds: the ticket and its license cached
+    assert len(sent) == 1
+    with transaction.atomic(), CaptureQueriesContext(connection) as by_orm:
+        expected = orm.get()
+    assert sent[0]["sql"] == by_orm[0]["sql"]
+    assert _fields(locked) == _fields(expected) and locked.custom_fields == {"a": [1, "x"]}
+    assert _fields(locked.license) == _fields(expected.license)
+    assert locked._state.fields_cache.keys() == {"license"}
+    assert (locked._state.adding, locked._state.db) == (False, "default")
+    assert (services._locked.statement(ticket.pk, license.pk) is not None) == (
+        connection.vendor == "postgresql"
+    )
+    with pytest.raises(Ticket.DoesNotExist), transaction.atomic():
+        services._lock_ticket(Ticket(pk=uuid.uuid4(), license=license))
