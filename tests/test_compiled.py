@@ -67,6 +67,23 @@ def test_the_queued_delivery_statement_is_the_orms(db):
     assert query.get_compiler(connection=connection).as_sql()[0] == _QUEUED_SQL
 
 
+def test_the_generations_raise_is_the_orms(db):
+    """tickets.totals sends the UPDATE that `filter(pk=...).update(value=Greatest(F("value") + 1, ...))`
+    compiles, with the same parameters."""
+    from django.db.models import F, Value
+    from django.db.models.functions import Greatest
+    from django.db.models.sql import UpdateQuery
+
+    from tickets.models import SearchGeneration
+    from tickets.totals.writing import _RAISE_SQL
+
+    query = SearchGeneration.objects.filter(pk=7).query.chain(UpdateQuery)
+    query.add_update_values({"value": Greatest(F("value") + 1, Value(123))})
+    sql, params = query.get_compiler(connection=connection).as_sql()
+    if connection.vendor == "postgresql":
+        assert (sql, list(params)) == (_RAISE_SQL, [1, 123, 7])
+
+
 def _events(ticket_id):
     return list(
         TicketEvent.objects.filter(ticket_id=ticket_id, type__in=("status", "tags"))
