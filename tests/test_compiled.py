@@ -4,8 +4,8 @@ far as a test here notices (its `as_sql`, `select` and `get_converters`)."""
 import uuid
 
 import pytest
-from django.db import connection, transaction
-from django.db.models.signals import post_save
+from django.db import DatabaseError, connection, transaction
+from django.db.models.signals import post_save, pre_save
 from django.test.utils import CaptureQueriesContext
 
 from helpdesk.compiled import Compiled, Insert
@@ -193,3 +193,44 @@ def test_a_tickets_locked_read_compiled_is_the_orms(license):
     )
     with pytest.raises(Ticket.DoesNotExist), transaction.atomic():
         services._lock_ticket(Ticket(pk=uuid.uuid4(), license=license))
+
+
+def test_an_update_sends_the_orms_statement_and_signals(license):
+    # given: a reply's fields, the tsvector's expression among them, None and JSON values
+    ticket = TicketFactory(license=license, custom_fields={"a": 1})
+    locked = Ticket.objects.get(pk=ticket.pk)
+    locked.status, locked.last_agent_message_at, locked.custom_fields = "pending", None, {"b": [2]}
+    also = services._refresh_text(locked)
+    fields = [*services._SAVED_ON_UPDATE, *also]
+    seen = []
+
+    def receiver(signal, sender, instance, update_fields, **kwargs):
+        seen.append((signal, instance, update_fields, kwargs.get("created"), kwargs["using"], kwargs["raw"]))
+
+    for signal in (pre_save, post_save):
+        signal.connect(receiver, sender=Ticket, dispatch_uid="test_compiled_update")
+    try:
+        with CaptureQueriesContext(connection) as by_orm:
+            locked.save(update_fields=fields)
+        by_orm_seen, seen[:] = list(seen), []
+        locked.search_vector = services.search.vector(locked.language, locked.search_text)
+        calls = []
+        # when
+        with CaptureQueriesContext(connection) as sent:
+            services._ticket_update.save(
+                locked, fields, lambda: calls.append(locked.save(update_fields=fields))
+            )
+    finally:
+        for signal in (pre_save, post_save):
+            signal.disconnect(sender=Ticket, dispatch_uid="test_compiled_update")
+    # then: the same statement, the same signals; the row as the ORM left it
+    # (the totals' receiver of the save raises the generation after it: a time of its own)
+    assert sent[0]["sql"] == by_orm[0]["sql"] and sent[0]["sql"].startswith('UPDATE "tickets_ticket" SET')
+    assert len(sent) == len(by_orm)
+    assert seen == by_orm_seen and [each[0] for each in seen] == [pre_save, post_save]
+    assert calls == ([] if connection.vendor == "postgresql" else [None])
+    saved = Ticket.objects.get(pk=ticket.pk)
+    assert (saved.status, saved.custom_fields, saved.last_agent_message_at) == ("pending", {"b": [2]}, None)
+    if connection.vendor == "postgresql":  # a row gone: refused as the ORM refuses it
+        with pytest.raises(DatabaseError, match="did not affect any rows"), transaction.atomic():
+            services._ticket_update.save(Ticket(pk=uuid.uuid4(), license=license), ["status"], lambda: None)
