@@ -99,6 +99,9 @@ class Compiled:
         return converted
 
 
+_RETURNED_AS_GIVEN = (str, int, type(None))  # and their subclasses (bool; psycopg's Int4...)
+
+
 class Insert:
     """INSERTs of a model's rows (all its columns, values given in Python) with the SQL text built once per
     process and number of rows; each row's values are prepared as the ORM's INSERT prepares them
@@ -107,9 +110,12 @@ class Insert:
     Issue 34: the events of every write and a new ticket's metrics row went through `bulk_create`/`save`, which
     build the INSERT field by field each time (bench/README.md "Issue 34: writes, third round"). Only for
     PostgreSQL, a model without save receivers (no `pre_save`/`post_save` listener: the audited models keep
-    `Model.save`, and so would one that gains a receiver later), with no database-computed column to read back
-    (a primary key of its own, no `db_returning` field) and no value that is an expression (a `db_default`
-    left to the database): anything else goes the ORM's way, as before.
+    `Model.save`, and so would one that gains a receiver later), with a primary key of its own and no value that
+    is an expression (a `db_default` left to the database): anything else goes the ORM's way, as before. A
+    column the ORM reads back (`db_returning`: a `db_default` field's) is written only a str, an int, a bool or
+    None, which the row returns as given: the instance holds what `RETURNING` would have set (until 2026-12-05
+    the metrics row's four `db_default` columns sent every metrics INSERT the ORM's way: a reply of the bench
+    24.0 -> 23.6 M; bench/README.md "Issue 34: the agent reply, fourth round").
     """
 
     def __init__(self, model):
@@ -124,7 +130,7 @@ class Insert:
             and not meta.proxy
             and not pre_save.has_listeners(self.model)
             and not post_save.has_listeners(self.model)
-            and not meta.db_returning_fields
+            and not any(field.primary_key for field in meta.db_returning_fields)
             and not any(hasattr(field, "get_placeholder") for field in meta.local_concrete_fields)
         )
 
@@ -137,11 +143,14 @@ class Insert:
             orm(objs)
             return
         fields = [field for field in self.model._meta.local_concrete_fields if not field.generated]
+        returned = [i for i, field in enumerate(fields) if field.db_returning]
         params = []
         for obj in objs:
             obj._prepare_related_fields_for_save(operation_name="bulk_create")
             values = [field.get_db_prep_save(field.pre_save(obj, True), connection) for field in fields]
-            if any(hasattr(value, "resolve_expression") for value in values):
+            if any(hasattr(value, "resolve_expression") for value in values) or any(
+                not isinstance(values[i], _RETURNED_AS_GIVEN) for i in returned
+            ):
                 orm(objs)  # before any row is written
                 return
             params.extend(values)

@@ -234,3 +234,23 @@ def test_an_update_sends_the_orms_statement_and_signals(license):
     if connection.vendor == "postgresql":  # a row gone: refused as the ORM refuses it
         with pytest.raises(DatabaseError, match="did not affect any rows"), transaction.atomic():
             services._ticket_update.save(Ticket(pk=uuid.uuid4(), license=license), ["status"], lambda: None)
+
+
+def test_an_insert_writes_columns_read_back_given_as_plain_values(license):
+    # given: the metrics row's `db_default` columns (the ORM reads them back: RETURNING), given their values
+    ticket = TicketFactory(license=license)
+    TicketMetrics.objects.filter(ticket_id=ticket.pk).delete()
+    metrics = TicketMetrics(
+        ticket_id=ticket.pk, license_id=license.pk, created_at=ticket.created_at, teams="a,b", resolved=2
+    )
+    calls = []
+    # when
+    Insert(TicketMetrics).save([metrics], lambda objs: calls.append(objs[0].save(force_insert=True)))
+    # then: PostgreSQL wrote it itself; the row and the instance hold what was given
+    assert calls == ([] if connection.vendor == "postgresql" else [None])
+    saved = TicketMetrics.objects.get(ticket_id=ticket.pk)
+    assert [getattr(saved, name) for name in wiring._COLUMNS] == [
+        getattr(metrics, name) for name in wiring._COLUMNS
+    ]
+    assert (saved.status, saved.rating, saved.teams, saved.resolved) == ("", "", "a,b", 2)
+    assert (metrics._state.adding, metrics._state.db) == (False, "default")
