@@ -254,3 +254,22 @@ def test_an_insert_writes_columns_read_back_given_as_plain_values(license):
     ]
     assert (saved.status, saved.rating, saved.teams, saved.resolved) == ("", "", "a,b", 2)
     assert (metrics._state.adding, metrics._state.db) == (False, "default")
+
+
+def test_a_metrics_rows_update_is_the_orms_save(license):
+    # given: a ticket's metrics row, read and changed as a first response changes it
+    ticket = TicketFactory(license=license)
+    metrics = wiring._read_metrics(ticket.pk)
+    metrics.first_response_at, metrics.first_response_seconds, metrics.teams = ticket.created_at, 2.5, "x"
+    with CaptureQueriesContext(connection) as by_orm:
+        metrics.save()
+    metrics.resolved += 1
+    # when
+    with CaptureQueriesContext(connection) as sent:
+        wiring._update.save(metrics, wiring._UPDATED, lambda: metrics.save(update_fields=wiring._UPDATED))
+    # then: the statement `save()` sends, the row as saved
+    assert [q["sql"] for q in sent] == [by_orm[0]["sql"].replace('"resolved" = 0', '"resolved" = 1')]
+    saved = TicketMetrics.objects.get(ticket_id=ticket.pk)
+    assert [getattr(saved, name) for name in wiring._COLUMNS] == [
+        getattr(metrics, name) for name in wiring._COLUMNS
+    ]
