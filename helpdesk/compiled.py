@@ -115,7 +115,7 @@ class Insert:
     column the ORM reads back (`db_returning`: a `db_default` field's) is written only a str, an int, a bool or
     None, which the row returns as given: the instance holds what `RETURNING` would have set (until 2026-12-05
     the metrics row's four `db_default` columns sent every metrics INSERT the ORM's way: a reply of the bench
-    24.0 -> 23.6 M; bench/README.md "Issue 34: the agent reply, fourth round").
+    22.36 -> 22.05 M; bench/README.md "Issue 34: the agent reply, fourth round").
     """
 
     def __init__(self, model):
@@ -177,7 +177,7 @@ class Update:
     then `post_save` with `created=False`), so their receivers see the save.
 
     Issue 34: a reply's `Ticket.save(update_fields=...)` built the UPDATE of 17 columns field by field every time
-    (bench/README.md "Issue 34: the agent reply, fourth round"). Only for PostgreSQL, a model that is not a child
+    (reply 23.04 -> 22.36 M, PATCH 9.56 -> 8.84 M; bench/README.md "Issue 34: the agent reply, fourth round"). Only for PostgreSQL, a model that is not a child
     or a proxy, without `select_on_save`, and fields with no placeholder of their own: anything else is `orm()`.
     """
 

@@ -353,8 +353,8 @@ def _check_tag_reminder(ticket: Ticket, *, teams, tags, assignment) -> None:
 
 
 # The versions of the license's copies this write reads (SLA policies, webhooks, rules, the mail's own addresses)
-# in one round trip, as mail in reads them: reply 24.90 -> 24.32 M, PATCH 11.40 -> 10.98 M (bench/README.md
-# "Issue 34: the agent reply, fourth round").
+# in one round trip, as mail in reads them: reply 23.49 -> 23.04 M (a PATCH of the priority reads none: 9.63 ->
+# 9.56 M; bench/README.md "Issue 34: the agent reply, fourth round").
 @read_together()
 @unit_of_work
 def ticket_update(
@@ -447,8 +447,8 @@ def _locking(ticket_id, license_id):
 
 
 # The row-locked read compiled once (helpdesk.compiled), its instances built from the row as the ORM builds them:
-# building and compiling the statement cost ~2.4 M instructions of every reply and PATCH (reply 27.79 -> 25.41 M,
-# PATCH 14.13 -> 11.91 M; bench/README.md "Issue 34: the agent reply, fourth round").
+# building and compiling the statement cost ~3.4 M instructions of every reply and PATCH (reply 27.81 -> 24.48 M,
+# PATCH 14.22 -> 10.65 M; bench/README.md "Issue 34: the agent reply, fourth round").
 _locked = Compiled(_locking, uuid.UUID, int)
 _LOCKED_FIELDS = (list(Ticket._meta.concrete_fields), list(License._meta.concrete_fields))
 
@@ -515,7 +515,7 @@ def _add_reply(
 
 
 # The ticket's UPDATE built once per process and list of fields (helpdesk.compiled), its save's signals sent:
-# reply 24.32 -> 23.0 M, PATCH 10.98 -> 9.9 M (bench/README.md "Issue 34: the agent reply, fourth round")
+# reply 23.04 -> 22.36 M, PATCH 9.56 -> 8.84 M (bench/README.md "Issue 34: the agent reply, fourth round")
 _ticket_update = Update(Ticket)
 
 

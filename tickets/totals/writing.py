@@ -141,8 +141,8 @@ def _bump(license_id: int, *, carry: bool = True) -> tuple[int, int] | None:
 
 
 # The raise as the ORM compiles `filter(pk=...).update(value=Greatest(F("value") + 1, Value(now)))` on PostgreSQL
-# (tests/test_compiled.py), sent as it is: building it cost every ticket write ~0.5 M instructions (reply
-# 25.41 -> 24.90 M, PATCH 11.91 -> 11.40 M; bench/README.md "Issue 34: the agent reply, fourth round").
+# (tests/test_compiled.py), sent as it is: building it cost every ticket write ~1.0 M instructions (reply
+# 24.48 -> 23.49 M, PATCH 10.65 -> 9.63 M; bench/README.md "Issue 34: the agent reply, fourth round").
 _RAISE_SQL = (
     'UPDATE "tickets_searchgeneration" SET "value" = GREATEST(("tickets_searchgeneration"."value" + %s), %s) '
     'WHERE "tickets_searchgeneration"."license_id" = %s'
