@@ -6,11 +6,11 @@ values, and each read runs the same SQL with its own values in their places.
 
 Issue 34: a write's response and its mail ran three such reads (the ticket's events, the document's key, the
 thread's Message-IDs) and built and compiled each every time, ~0.3-0.6 ms of CPU apiece (bench/README.md
-"Issue 34: writes, continued"). Only where the rows need no conversion from the database's values (a
-`values_list()` of columns psycopg already gives as Python values: PostgreSQL's uuid, timestamptz, text,
-integers, booleans): the compiler's converters are asked once, and a read that has any (every SQLite read, a
-JSONField...) goes through the ORM each time, as before. Each stand-in must be among the statement's parameters
-(checked when compiled), and no other parameter may equal one.
+"Issue 34: writes, continued"). PostgreSQL only: every SQLite read goes through the ORM each time, as before.
+The compiler's converters (a JSONField's decoding...) are asked once and applied to each read's rows as the
+ORM's `results_iter` applies them. Each stand-in must be among the statement's parameters (checked when
+compiled), and no other parameter may equal one. `targets`: the model field each selected column reads (None
+for an expression), for a caller that builds instances from the rows.
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from django.db import connections, router
+from django.db import DatabaseError, connections, router, transaction
 from django.db.models.signals import post_save, pre_save
+from django.db.models.sql import UpdateQuery
 
 _STAND_INS = {
     int: lambda n: -(10**12) - n,
@@ -36,19 +37,25 @@ class Compiled:
         self.build = build
         self.stand_ins = [_STAND_INS[kind](n) for n, kind in enumerate(types)]
         self.model = None
+        self.targets: list | None = None
         self._compiled: tuple[str, list, list[list[int]]] | None = None
-        self._orm = False  # the rows need converting: every read goes through the ORM
+        self._converters: list = []  # (position, converters, expression) of the columns that need converting
+        self._orm = False  # not PostgreSQL: every read goes through the ORM
 
     def _compile(self) -> None:
         queryset = self.build(*self.stand_ins)
         self.model = queryset.model
         compiler = queryset.query.get_compiler(using=router.db_for_read(self.model))
         sql, params = compiler.as_sql()
-        if compiler.connection.vendor != "postgresql" or compiler.get_converters(
-            [column for column, _, _ in compiler.select]
-        ):
+        if compiler.connection.vendor != "postgresql":
             self._orm = True
             return
+        columns = [column for column, _, _ in compiler.select]
+        self.targets = [getattr(column, "target", None) for column in columns]
+        self._converters = [
+            (position, converters, expression)
+            for position, (converters, expression) in compiler.get_converters(columns).items()
+        ]
         params = list(params)
         positions = []
         for stand_in in self.stand_ins:
@@ -75,9 +82,24 @@ class Compiled:
         statement = self.statement(*values)
         if statement is None:
             return list(self.build(*values))
-        with connections[router.db_for_read(self.model)].cursor() as cursor:
+        connection = connections[router.db_for_read(self.model)]
+        with connection.cursor() as cursor:
             cursor.execute(*statement)
-            return cursor.fetchall()
+            rows = cursor.fetchall()
+        if not self._converters:
+            return rows
+        converted = []
+        for row in map(list, rows):
+            for position, converters, expression in self._converters:
+                value = row[position]
+                for converter in converters:
+                    value = converter(value, expression, connection)
+                row[position] = value
+            converted.append(tuple(row))
+        return converted
+
+
+_RETURNED_AS_GIVEN = (str, int, type(None))  # and their subclasses (bool; psycopg's Int4...)
 
 
 class Insert:
@@ -88,9 +110,12 @@ class Insert:
     Issue 34: the events of every write and a new ticket's metrics row went through `bulk_create`/`save`, which
     build the INSERT field by field each time (bench/README.md "Issue 34: writes, third round"). Only for
     PostgreSQL, a model without save receivers (no `pre_save`/`post_save` listener: the audited models keep
-    `Model.save`, and so would one that gains a receiver later), with no database-computed column to read back
-    (a primary key of its own, no `db_returning` field) and no value that is an expression (a `db_default`
-    left to the database): anything else goes the ORM's way, as before.
+    `Model.save`, and so would one that gains a receiver later), with a primary key of its own and no value that
+    is an expression (a `db_default` left to the database): anything else goes the ORM's way, as before. A
+    column the ORM reads back (`db_returning`: a `db_default` field's) is written only a str, an int, a bool or
+    None, which the row returns as given: the instance holds what `RETURNING` would have set (until 2026-12-05
+    the metrics row's four `db_default` columns sent every metrics INSERT the ORM's way: a reply of the bench
+    22.36 -> 22.05 M; bench/README.md "Issue 34: the agent reply, fourth round").
     """
 
     def __init__(self, model):
@@ -105,7 +130,7 @@ class Insert:
             and not meta.proxy
             and not pre_save.has_listeners(self.model)
             and not post_save.has_listeners(self.model)
-            and not meta.db_returning_fields
+            and not any(field.primary_key for field in meta.db_returning_fields)
             and not any(hasattr(field, "get_placeholder") for field in meta.local_concrete_fields)
         )
 
@@ -118,11 +143,14 @@ class Insert:
             orm(objs)
             return
         fields = [field for field in self.model._meta.local_concrete_fields if not field.generated]
+        returned = [i for i, field in enumerate(fields) if field.db_returning]
         params = []
         for obj in objs:
             obj._prepare_related_fields_for_save(operation_name="bulk_create")
             values = [field.get_db_prep_save(field.pre_save(obj, True), connection) for field in fields]
-            if any(hasattr(value, "resolve_expression") for value in values):
+            if any(hasattr(value, "resolve_expression") for value in values) or any(
+                not isinstance(values[i], _RETURNED_AS_GIVEN) for i in returned
+            ):
                 orm(objs)  # before any row is written
                 return
             params.extend(values)
@@ -139,3 +167,81 @@ class Insert:
         for obj in objs:
             obj._state.adding = False
             obj._state.db = using
+
+
+class Update:
+    """The UPDATE of one saved instance's named fields, as `obj.save(update_fields=...)` sends it, with the SQL
+    text built once per process and list of fields; each value prepared as the ORM's UPDATE prepares it
+    (`pre_save(obj, False)`, `get_db_prep_save`), an expression value (the ticket's tsvector, a RawSQL) compiled
+    in its place by the ORM's compiler. The save's signals are sent as `Model.save_base` sends them (`pre_save`,
+    then `post_save` with `created=False`), so their receivers see the save.
+
+    Issue 34: a reply's `Ticket.save(update_fields=...)` built the UPDATE of 17 columns field by field every time
+    (reply 23.04 -> 22.36 M, PATCH 9.56 -> 8.84 M; bench/README.md "Issue 34: the agent reply, fourth round"). Only for PostgreSQL, a model that is not a child
+    or a proxy, without `select_on_save`, and fields with no placeholder of their own: anything else is `orm()`.
+    """
+
+    def __init__(self, model):
+        self.model = model
+        self._sql: dict[tuple, str] = {}
+
+    def _fits(self, connection, fields) -> bool:
+        meta = self.model._meta
+        return (
+            connection.vendor == "postgresql"
+            and not meta.parents
+            and not meta.proxy
+            and not meta.select_on_save
+            and not any(hasattr(field, "get_placeholder") for field in fields)
+        )
+
+    def save(self, obj, update_fields: list[str], orm: Callable[[], object]) -> None:
+        """Updates `obj`'s row (found by its primary key); `orm()`, the save it stands for, where this does not fit."""
+        meta = self.model._meta
+        using = router.db_for_write(self.model, instance=obj)
+        connection = connections[using]
+        names = set(update_fields)
+        fields = [f for f in meta.local_concrete_fields if not f.primary_key and {f.name, f.attname} & names]
+        if len(fields) != len(names) or not self._fits(connection, fields):
+            orm()
+            return
+        obj._prepare_related_fields_for_save(operation_name="save")
+        update_fields = frozenset(update_fields)
+        pre_save.send(sender=self.model, instance=obj, raw=False, using=using, update_fields=update_fields)
+        compiler, sets, params = None, [], []
+        for field in fields:
+            value = field.pre_save(obj, False)
+            if hasattr(value, "resolve_expression"):
+                if compiler is None:
+                    compiler = UpdateQuery(self.model).get_compiler(using)
+                sql, expression_params = compiler.compile(
+                    value.resolve_expression(compiler.query, allow_joins=False, for_save=True)
+                )
+                sets.append(sql)
+                params.extend(expression_params)
+            else:
+                sets.append("%s")
+                params.append(field.get_db_prep_save(value, connection))
+        key = (*(field.column for field in fields), *sets)
+        statement = self._sql.get(key)
+        if statement is None:
+            quote, table = connection.ops.quote_name, connection.ops.quote_name(meta.db_table)
+            assignments = ", ".join(f"{quote(f.column)} = {s}" for f, s in zip(fields, sets, strict=True))
+            statement = self._sql[key] = (
+                f"UPDATE {table} SET {assignments} WHERE {table}.{quote(meta.pk.column)} = %s"
+            )
+        params.append(meta.pk.get_db_prep_value(obj.pk, connection))
+        with transaction.mark_for_rollback_on_error(using=using), connection.cursor() as cursor:
+            cursor.execute(statement, params)
+            if cursor.rowcount == 0:
+                raise DatabaseError("Save with update_fields did not affect any rows.")
+        obj._state.db = using
+        obj._state.adding = False
+        post_save.send(
+            sender=self.model,
+            instance=obj,
+            created=False,
+            update_fields=update_fields,
+            raw=False,
+            using=using,
+        )

@@ -4,12 +4,13 @@ far as a test here notices (its `as_sql`, `select` and `get_converters`)."""
 import uuid
 
 import pytest
-from django.db import connection
-from django.db.models.signals import post_save
+from django.db import DatabaseError, connection, transaction
+from django.db.models.signals import post_save, pre_save
+from django.test.utils import CaptureQueriesContext
 
 from helpdesk.compiled import Compiled, Insert
 from tests.factories import TicketFactory
-from tickets import events_output
+from tickets import events_output, services
 from tickets.models import Ticket, TicketEvent
 from tickets.reports import wiring
 from tickets.reports.models import TicketMetrics
@@ -64,6 +65,23 @@ def test_the_queued_delivery_statement_is_the_orms(db):
     query = Message.objects.filter(pk=uuid.uuid4()).query.chain(UpdateQuery)
     query.add_update_values({"delivery_status": []})
     assert query.get_compiler(connection=connection).as_sql()[0] == _QUEUED_SQL
+
+
+def test_the_generations_raise_is_the_orms(db):
+    """tickets.totals sends the UPDATE that `filter(pk=...).update(value=Greatest(F("value") + 1, ...))`
+    compiles, with the same parameters."""
+    from django.db.models import F, Value
+    from django.db.models.functions import Greatest
+    from django.db.models.sql import UpdateQuery
+
+    from tickets.models import SearchGeneration
+    from tickets.totals.writing import _RAISE_SQL
+
+    query = SearchGeneration.objects.filter(pk=7).query.chain(UpdateQuery)
+    query.add_update_values({"value": Greatest(F("value") + 1, Value(123))})
+    sql, params = query.get_compiler(connection=connection).as_sql()
+    if connection.vendor == "postgresql":
+        assert (sql, list(params)) == (_RAISE_SQL, [1, 123, 7])
 
 
 def _events(ticket_id):
@@ -146,3 +164,112 @@ def test_a_tickets_metrics_read_compiled_is_the_orms(license):
     assert (read._state.adding, read._state.db) == (False, "default")
     assert wiring._read_metrics(without.pk) is None
     assert (wiring._metrics.statement(ticket.pk) is not None) == (connection.vendor == "postgresql")
+
+
+def _fields(obj) -> dict:
+    return {field.attname: getattr(obj, field.attname) for field in type(obj)._meta.concrete_fields}
+
+
+def test_a_tickets_locked_read_compiled_is_the_orms(license):
+    # given: JSON columns (decoded by the compiler's converters) on the ticket and on its license
+    ticket = TicketFactory(
+        license=license, custom_fields={"a": [1, "x"]}, people_in_the_loop=[{"email": "p@x"}]
+    )
+    orm = services._locking(ticket.pk, license.pk)
+    # when
+    with transaction.atomic(), CaptureQueriesContext(connection) as sent:
+        locked = services._lock_ticket(Ticket(pk=ticket.pk, license=license))
+    # then: the ORM's statement, and the instances its get() builds: the ticket and its license cached
+    assert len(sent) == 1
+    with transaction.atomic(), CaptureQueriesContext(connection) as by_orm:
+        expected = orm.get()
+    assert sent[0]["sql"] == by_orm[0]["sql"]
+    assert _fields(locked) == _fields(expected) and locked.custom_fields == {"a": [1, "x"]}
+    assert _fields(locked.license) == _fields(expected.license)
+    assert locked._state.fields_cache.keys() == {"license"}
+    assert (locked._state.adding, locked._state.db) == (False, "default")
+    assert (services._locked.statement(ticket.pk, license.pk) is not None) == (
+        connection.vendor == "postgresql"
+    )
+    with pytest.raises(Ticket.DoesNotExist), transaction.atomic():
+        services._lock_ticket(Ticket(pk=uuid.uuid4(), license=license))
+
+
+def test_an_update_sends_the_orms_statement_and_signals(license):
+    # given: a reply's fields, the tsvector's expression among them, None and JSON values
+    ticket = TicketFactory(license=license, custom_fields={"a": 1})
+    locked = Ticket.objects.get(pk=ticket.pk)
+    locked.status, locked.last_agent_message_at, locked.custom_fields = "pending", None, {"b": [2]}
+    also = services._refresh_text(locked)
+    fields = [*services._SAVED_ON_UPDATE, *also]
+    seen = []
+
+    def receiver(signal, sender, instance, update_fields, **kwargs):
+        seen.append((signal, instance, update_fields, kwargs.get("created"), kwargs["using"], kwargs["raw"]))
+
+    for signal in (pre_save, post_save):
+        signal.connect(receiver, sender=Ticket, dispatch_uid="test_compiled_update")
+    try:
+        with CaptureQueriesContext(connection) as by_orm:
+            locked.save(update_fields=fields)
+        by_orm_seen, seen[:] = list(seen), []
+        locked.search_vector = services.search.vector(locked.language, locked.search_text)
+        calls = []
+        # when
+        with CaptureQueriesContext(connection) as sent:
+            services._ticket_update.save(
+                locked, fields, lambda: calls.append(locked.save(update_fields=fields))
+            )
+    finally:
+        for signal in (pre_save, post_save):
+            signal.disconnect(sender=Ticket, dispatch_uid="test_compiled_update")
+    # then: the same statement, the same signals; the row as the ORM left it
+    # (the totals' receiver of the save raises the generation after it: a time of its own)
+    assert sent[0]["sql"] == by_orm[0]["sql"] and sent[0]["sql"].startswith('UPDATE "tickets_ticket" SET')
+    assert len(sent) == len(by_orm)
+    assert seen == by_orm_seen and [each[0] for each in seen] == [pre_save, post_save]
+    assert calls == ([] if connection.vendor == "postgresql" else [None])
+    saved = Ticket.objects.get(pk=ticket.pk)
+    assert (saved.status, saved.custom_fields, saved.last_agent_message_at) == ("pending", {"b": [2]}, None)
+    if connection.vendor == "postgresql":  # a row gone: refused as the ORM refuses it
+        with pytest.raises(DatabaseError, match="did not affect any rows"), transaction.atomic():
+            services._ticket_update.save(Ticket(pk=uuid.uuid4(), license=license), ["status"], lambda: None)
+
+
+def test_an_insert_writes_columns_read_back_given_as_plain_values(license):
+    # given: the metrics row's `db_default` columns (the ORM reads them back: RETURNING), given their values
+    ticket = TicketFactory(license=license)
+    TicketMetrics.objects.filter(ticket_id=ticket.pk).delete()
+    metrics = TicketMetrics(
+        ticket_id=ticket.pk, license_id=license.pk, created_at=ticket.created_at, teams="a,b", resolved=2
+    )
+    calls = []
+    # when
+    Insert(TicketMetrics).save([metrics], lambda objs: calls.append(objs[0].save(force_insert=True)))
+    # then: PostgreSQL wrote it itself; the row and the instance hold what was given
+    assert calls == ([] if connection.vendor == "postgresql" else [None])
+    saved = TicketMetrics.objects.get(ticket_id=ticket.pk)
+    assert [getattr(saved, name) for name in wiring._COLUMNS] == [
+        getattr(metrics, name) for name in wiring._COLUMNS
+    ]
+    assert (saved.status, saved.rating, saved.teams, saved.resolved) == ("", "", "a,b", 2)
+    assert (metrics._state.adding, metrics._state.db) == (False, "default")
+
+
+def test_a_metrics_rows_update_is_the_orms_save(license):
+    # given: a ticket's metrics row, read and changed as a first response changes it
+    ticket = TicketFactory(license=license)
+    metrics = wiring._read_metrics(ticket.pk)
+    metrics.first_response_at, metrics.first_response_seconds, metrics.teams = ticket.created_at, 2.5, "x"
+    with CaptureQueriesContext(connection) as by_orm:
+        metrics.save()
+    metrics.resolved += 1
+    # when
+    with CaptureQueriesContext(connection) as sent:
+        wiring._update.save(metrics, wiring._UPDATED, lambda: metrics.save(update_fields=wiring._UPDATED))
+    # then: the statement `save()` sends, the row as saved
+    assert [q["sql"] for q in sent] == [by_orm[0]["sql"].replace('"resolved" = 0', '"resolved" = 1')]
+    saved = TicketMetrics.objects.get(ticket_id=ticket.pk)
+    assert [getattr(saved, name) for name in wiring._COLUMNS] == [
+        getattr(metrics, name) for name in wiring._COLUMNS
+    ]
