@@ -146,3 +146,33 @@ def test_a_tickets_metrics_read_compiled_is_the_orms(license):
     assert (read._state.adding, read._state.db) == (False, "default")
     assert wiring._read_metrics(without.pk) is None
     assert (wiring._metrics.statement(ticket.pk) is not None) == (connection.vendor == "postgresql")
+
+
+def test_an_insert_writes_a_row_with_database_defaults_as_the_orm(license):
+    """TicketMetrics has `db_default` columns (read back by the ORM's INSERT): given their values, the row is
+    written by the Insert on PostgreSQL, the same row as the ORM's."""
+    # given
+    by_orm, by_insert = TicketFactory(license=license), TicketFactory(license=license)
+    TicketMetrics.objects.filter(ticket_id__in=[by_orm.pk, by_insert.pk]).delete()
+
+    def metrics(ticket):
+        return TicketMetrics(
+            ticket_id=ticket.pk, license_id=license.pk, created_at=by_orm.created_at, source="api",
+            status="open", teams="a,b", first_client_message_at=by_orm.created_at,
+        )  # fmt: skip
+
+    metrics(by_orm).save(force_insert=True)
+    calls, inserted = [], metrics(by_insert)
+    # when
+    Insert(TicketMetrics).save([inserted], lambda objs: calls.append(objs) or objs[0].save(force_insert=True))
+    # then
+    columns = [name for name in wiring._COLUMNS if name != "ticket_id"]
+    rows = {
+        row.pop("ticket_id"): row
+        for row in TicketMetrics.objects.filter(ticket_id__in=[by_orm.pk, by_insert.pk]).values(
+            "ticket_id", *columns
+        )
+    }
+    assert rows[by_insert.pk] == rows[by_orm.pk] and rows[by_orm.pk]["teams"] == "a,b"
+    assert (inserted._state.adding, inserted._state.db) == (False, "default")
+    assert calls == ([] if connection.vendor == "postgresql" else [[inserted]])
