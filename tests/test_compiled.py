@@ -66,6 +66,21 @@ def test_the_queued_delivery_statement_is_the_orms(db):
     assert query.get_compiler(connection=connection).as_sql()[0] == _QUEUED_SQL
 
 
+@pytest.mark.postgres
+def test_the_generations_raise_is_the_orms(db):
+    """tickets.totals.writing sends the UPDATE that the ORM compiles for the raise, with the same parameters."""
+    from django.db.models import F, Value
+    from django.db.models.functions import Greatest
+    from django.db.models.sql import UpdateQuery
+
+    from tickets.models import SearchGeneration
+    from tickets.totals.writing import RAISE_SQL
+
+    query = SearchGeneration.objects.filter(pk=7).query.chain(UpdateQuery)
+    query.add_update_values({"value": Greatest(F("value") + 1, Value(9))})
+    assert query.get_compiler(connection=connection).as_sql() == (RAISE_SQL, (1, 9, 7))
+
+
 def _events(ticket_id):
     return list(
         TicketEvent.objects.filter(ticket_id=ticket_id, type__in=("status", "tags"))

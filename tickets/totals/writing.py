@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass, field
 
 from django.core.cache import cache
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F, Value
 from django.db.models.functions import Greatest
 
@@ -116,6 +116,26 @@ def _declare_changing(writes: _LicenseWrites, license_id: int, ticket_ids) -> No
         writes.before = [a + b for a, b in zip(writes.before, rows, strict=True)]
 
 
+# The raise's UPDATE as the ORM compiles `filter(pk=...).update(value=Greatest(F("value") + 1, Value(now)))` on
+# PostgreSQL (tests/test_compiled.py compares them): built by the ORM, it cost ~X M instructions of every ticket
+# write (issue 34, bench/README.md "create and mail in, fourth round").
+RAISE_SQL = (
+    'UPDATE "tickets_searchgeneration" SET "value" = GREATEST(("tickets_searchgeneration"."value" + %s), %s) '
+    'WHERE "tickets_searchgeneration"."license_id" = %s'
+)
+
+
+def _raise(license_id: int, now: int) -> int:
+    """The generation raised to at least `now` in one UPDATE; the rows raised (0: the license has no row yet)."""
+    if connection.vendor != "postgresql":
+        return SearchGeneration.objects.filter(pk=license_id).update(
+            value=Greatest(F("value") + 1, Value(now))
+        )
+    with connection.cursor() as cursor:
+        cursor.execute(RAISE_SQL, [1, now, license_id])
+        return cursor.rowcount
+
+
 def _bump(license_id: int, *, carry: bool = True) -> tuple[int, int] | None:
     """Raise the license's generation in the current transaction, locking its row (SearchGeneration) until the
     commit; returns (before, after). Without `carry` (nothing will be carried) in one statement, the old value
@@ -123,7 +143,7 @@ def _bump(license_id: int, *, carry: bool = True) -> tuple[int, int] | None:
     now = time.time_ns() // 1000
     row = SearchGeneration.objects.filter(pk=license_id)
     if not carry:
-        raised = row.update(value=Greatest(F("value") + 1, Value(now)))
+        raised = _raise(license_id, now)
         # the license's first ticket write: its row (or, if a concurrent first write made it, raise it)
         if (
             not raised
