@@ -89,9 +89,9 @@ class Insert:
     build the INSERT field by field each time (bench/README.md "Issue 34: writes, third round"). Only for
     PostgreSQL, a model without save receivers (no `pre_save`/`post_save` listener: the audited models keep
     `Model.save`, and so would one that gains a receiver later), with no database-computed column to read back
-    (a primary key of its own; a `db_returning` field only for its `db_default`, which a row that gives its
-    own value does not use) and no value that is an expression (a `db_default` left to the database):
-    anything else goes the ORM's way, as before. (A new ticket's metrics row, whose four `db_default` columns
+    (an auto-incremented key is read back with RETURNING; a `db_returning` field only for its `db_default`,
+    which a row that gives its own value does not use) and no value that is an expression (a `db_default` left
+    to the database): anything else goes the ORM's way, as before. (A new ticket's metrics row, whose four `db_default` columns
     sent it to the ORM until issue 34's fourth round: create 21.81 -> X M instructions, bench/README.md.)
     """
 
@@ -109,7 +109,7 @@ class Insert:
             and not post_save.has_listeners(self.model)
             # a column read back only for its `db_default`: the row gives its own value (an expression, such
             # as the `DatabaseDefault` left to the database, goes the ORM's way in save())
-            and all(field.has_db_default() for field in meta.db_returning_fields)
+            and all(field.has_db_default() or field is meta.auto_field for field in meta.db_returning_fields)
             and not any(hasattr(field, "get_placeholder") for field in meta.local_concrete_fields)
         )
 
@@ -121,7 +121,11 @@ class Insert:
         if not objs or not self._fits(connection):
             orm(objs)
             return
-        fields = [field for field in self.model._meta.local_concrete_fields if not field.generated]
+        auto = self.model._meta.auto_field  # an auto-incremented key: read back, as bulk_create sets it
+        if auto is not None and any(obj.pk is not None for obj in objs):
+            orm(objs)
+            return
+        fields = [f for f in self.model._meta.local_concrete_fields if not f.generated and f is not auto]
         params = []
         for obj in objs:
             obj._prepare_related_fields_for_save(operation_name="bulk_create")
@@ -137,9 +141,14 @@ class Insert:
             sql = self._sql[len(objs)] = (
                 f"INSERT INTO {quote(self.model._meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
                 f"VALUES {', '.join([row] * len(objs))}"
+                + (f" RETURNING {quote(auto.column)}" if auto is not None else "")
             )
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
+            # PostgreSQL returns the rows in the order of VALUES, as bulk_create relies on
+            if auto is not None:
+                for obj, (pk,) in zip(objs, cursor.fetchall(), strict=True):
+                    setattr(obj, auto.attname, pk)
         for obj in objs:
             obj._state.adding = False
             obj._state.db = using

@@ -191,3 +191,29 @@ def test_an_insert_writes_a_row_with_database_defaults_as_the_orm(license):
     assert rows[by_insert.pk] == rows[by_orm.pk] and rows[by_orm.pk]["teams"] == "a,b"
     assert (inserted._state.adding, inserted._state.db) == (False, "default")
     assert calls == ([] if connection.vendor == "postgresql" else [[inserted]])
+
+
+def test_an_insert_reads_back_an_auto_incremented_key_as_bulk_create(license):
+    """A ticket's team links (TicketTeam: an auto-incremented ID): the Insert sets each row's ID, as bulk_create."""
+    from tests.factories import TeamFactory
+    from tickets.models import TicketTeam
+
+    # given
+    ticket, teams, calls = (
+        TicketFactory(license=license),
+        [TeamFactory(license=license) for _ in range(2)],
+        [],
+    )
+    TicketTeam.objects.filter(ticket=ticket).delete()
+    links = [
+        TicketTeam(ticket=ticket, team=team, license=license, silo="tickets", status="open") for team in teams
+    ]
+    # when
+    Insert(TicketTeam).save(links, lambda objs: calls.append(objs) or TicketTeam.objects.bulk_create(objs))
+    # then
+    rows = (
+        TicketTeam.objects.filter(ticket=ticket).order_by("pk").values_list("pk", "team_id", "silo", "status")
+    )
+    assert list(rows) == [(link.pk, link.team_id, "tickets", "open") for link in links]
+    assert all(link.pk is not None and not link._state.adding for link in links)
+    assert calls == ([] if connection.vendor == "postgresql" else [links])
