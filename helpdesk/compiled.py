@@ -91,8 +91,9 @@ class Insert:
     `Model.save`, and so would one that gains a receiver later), with no database-computed column to read back
     (an auto-incremented key is read back with RETURNING; a `db_returning` field only for its `db_default`,
     which a row that gives its own value does not use) and no value that is an expression (a `db_default` left
-    to the database): anything else goes the ORM's way, as before. (A new ticket's metrics row, whose four `db_default` columns
-    sent it to the ORM until issue 34's fourth round: create 21.81 -> X M instructions, bench/README.md.)
+    to the database): anything else goes the ORM's way, as before. A new ticket's metrics row, whose four
+    `db_default` columns sent it to the ORM until issue 34's fourth round: create 21.83 -> 21.50 M instructions,
+    mail in 22.98 -> 22.50 M; its team links, read back for their IDs: create 20.01 -> 19.65 M (bench/README.md).
     """
 
     def __init__(self, model):

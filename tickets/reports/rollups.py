@@ -238,11 +238,11 @@ def apply(license_id: int, delta: dict) -> None:
         if connection.vendor == "postgresql":
             # The rows as one JSON array of rows: a statement of 2 parameters whatever the number of rows (with a
             # value per row and column psycopg converted the statement anew on every write: it caches the
-            # conversion of statements of at most 50 parameters), encoded by the json module's C encoder (as
-            # nine arrays, psycopg's Python list dumper quoted each element: ~170 us more per new ticket; create
-            # X -> Y M instructions, bench/README.md "create and mail in, fourth round"). The hour in ISO 8601 with
-            # its offset, the seconds as repr() gives them (read back exactly); WITH ORDINALITY ... ORDER BY
-            # keeps the key order.
+            # conversion of statements of at most 50 parameters), encoded by the json module's C encoder. As
+            # nine arrays, psycopg's Python list dumper quoted each element: the upsert cost 2.07 M instructions
+            # per new ticket; create 19.67 -> 18.20 M, mail in 20.89 -> 19.44 M (bench/README.md "create and
+            # mail in, fourth round"). The hour in ISO 8601 with its offset, the seconds as repr() gives them
+            # (read back exactly); WITH ORDINALITY ... ORDER BY keeps the key order.
             cursor.execute(
                 f"INSERT INTO {table} ({columns}) "
                 f"SELECT %s, r->>0, r->>1, r->>2, (r->>3)::timestamptz, r->>4, r->>5, (r->>6)::bigint, "
