@@ -110,12 +110,15 @@ class Insert:
     Issue 34: the events of every write and a new ticket's metrics row went through `bulk_create`/`save`, which
     build the INSERT field by field each time (bench/README.md "Issue 34: writes, third round"). Only for
     PostgreSQL, a model without save receivers (no `pre_save`/`post_save` listener: the audited models keep
-    `Model.save`, and so would one that gains a receiver later), with a primary key of its own and no value that
-    is an expression (a `db_default` left to the database): anything else goes the ORM's way, as before. A
-    column the ORM reads back (`db_returning`: a `db_default` field's) is written only a str, an int, a bool or
-    None, which the row returns as given: the instance holds what `RETURNING` would have set (until 2026-12-05
-    the metrics row's four `db_default` columns sent every metrics INSERT the ORM's way: a reply of the bench
-    22.36 -> 22.05 M; bench/README.md "Issue 34: the agent reply, fourth round").
+    `Model.save`, and so would one that gains a receiver later), with no database-computed column to read back
+    (an auto-incremented key is read back with RETURNING; a `db_returning` field only for its `db_default`,
+    which a row that gives its own value does not use) and no value that is an expression (a `db_default` left
+    to the database): anything else goes the ORM's way, as before. A column the ORM reads back for its
+    `db_default` is given only a str, an int, a bool or None, which the row returns as given, so the instance
+    holds what `RETURNING` would have set. A new ticket's metrics row, whose four `db_default` columns sent it
+    to the ORM until issue 34's fourth round: create 21.83 -> 21.50 M instructions, mail in 22.98 -> 22.50 M, the
+    bench's reply 22.36 -> 22.05 M; its team links, read back for their IDs: create 20.01 -> 19.65 M
+    (bench/README.md, the fourth rounds of create and mail in, and of the agent reply).
     """
 
     def __init__(self, model):
@@ -130,7 +133,9 @@ class Insert:
             and not meta.proxy
             and not pre_save.has_listeners(self.model)
             and not post_save.has_listeners(self.model)
-            and not any(field.primary_key for field in meta.db_returning_fields)
+            # a column read back only for its `db_default`: the row gives its own value (an expression, such
+            # as the `DatabaseDefault` left to the database, goes the ORM's way in save())
+            and all(field.has_db_default() or field is meta.auto_field for field in meta.db_returning_fields)
             and not any(hasattr(field, "get_placeholder") for field in meta.local_concrete_fields)
         )
 
@@ -142,7 +147,11 @@ class Insert:
         if not objs or not self._fits(connection):
             orm(objs)
             return
-        fields = [field for field in self.model._meta.local_concrete_fields if not field.generated]
+        auto = self.model._meta.auto_field  # an auto-incremented key: read back, as bulk_create sets it
+        if auto is not None and any(obj.pk is not None for obj in objs):
+            orm(objs)
+            return
+        fields = [f for f in self.model._meta.local_concrete_fields if not f.generated and f is not auto]
         returned = [i for i, field in enumerate(fields) if field.db_returning]
         params = []
         for obj in objs:
@@ -161,9 +170,14 @@ class Insert:
             sql = self._sql[len(objs)] = (
                 f"INSERT INTO {quote(self.model._meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
                 f"VALUES {', '.join([row] * len(objs))}"
+                + (f" RETURNING {quote(auto.column)}" if auto is not None else "")
             )
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
+            # PostgreSQL returns the rows in the order of VALUES, as bulk_create relies on
+            if auto is not None:
+                for obj, (pk,) in zip(objs, cursor.fetchall(), strict=True):
+                    setattr(obj, auto.attname, pk)
         for obj in objs:
             obj._state.adding = False
             obj._state.db = using

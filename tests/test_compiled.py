@@ -273,3 +273,59 @@ def test_a_metrics_rows_update_is_the_orms_save(license):
     assert [getattr(saved, name) for name in wiring._COLUMNS] == [
         getattr(metrics, name) for name in wiring._COLUMNS
     ]
+
+
+def test_an_insert_writes_a_row_with_database_defaults_as_the_orm(license):
+    """TicketMetrics has `db_default` columns (read back by the ORM's INSERT): given their values, the row is
+    written by the Insert on PostgreSQL, the same row as the ORM's."""
+    # given
+    by_orm, by_insert = TicketFactory(license=license), TicketFactory(license=license)
+    TicketMetrics.objects.filter(ticket_id__in=[by_orm.pk, by_insert.pk]).delete()
+
+    def metrics(ticket):
+        return TicketMetrics(
+            ticket_id=ticket.pk, license_id=license.pk, created_at=by_orm.created_at, source="api",
+            status="open", teams="a,b", first_client_message_at=by_orm.created_at,
+        )  # fmt: skip
+
+    metrics(by_orm).save(force_insert=True)
+    calls, inserted = [], metrics(by_insert)
+    # when
+    Insert(TicketMetrics).save([inserted], lambda objs: calls.append(objs) or objs[0].save(force_insert=True))
+    # then
+    columns = [name for name in wiring._COLUMNS if name != "ticket_id"]
+    rows = {
+        row.pop("ticket_id"): row
+        for row in TicketMetrics.objects.filter(ticket_id__in=[by_orm.pk, by_insert.pk]).values(
+            "ticket_id", *columns
+        )
+    }
+    assert rows[by_insert.pk] == rows[by_orm.pk] and rows[by_orm.pk]["teams"] == "a,b"
+    assert (inserted._state.adding, inserted._state.db) == (False, "default")
+    assert calls == ([] if connection.vendor == "postgresql" else [[inserted]])
+
+
+def test_an_insert_reads_back_an_auto_incremented_key_as_bulk_create(license):
+    """A ticket's team links (TicketTeam: an auto-incremented ID): the Insert sets each row's ID, as bulk_create."""
+    from tests.factories import TeamFactory
+    from tickets.models import TicketTeam
+
+    # given
+    ticket, teams, calls = (
+        TicketFactory(license=license),
+        [TeamFactory(license=license) for _ in range(2)],
+        [],
+    )
+    TicketTeam.objects.filter(ticket=ticket).delete()
+    links = [
+        TicketTeam(ticket=ticket, team=team, license=license, silo="tickets", status="open") for team in teams
+    ]
+    # when
+    Insert(TicketTeam).save(links, lambda objs: calls.append(objs) or TicketTeam.objects.bulk_create(objs))
+    # then
+    rows = (
+        TicketTeam.objects.filter(ticket=ticket).order_by("pk").values_list("pk", "team_id", "silo", "status")
+    )
+    assert list(rows) == [(link.pk, link.team_id, "tickets", "open") for link in links]
+    assert all(link.pk is not None and not link._state.adding for link in links)
+    assert calls == ([] if connection.vendor == "postgresql" else [links])

@@ -22,7 +22,7 @@ from helpdesk.api.fields import (
     StrictListField,
     StrictUUIDField,
 )
-from helpdesk.api.serializers import StampedOutputSerializer, StrictSerializer
+from helpdesk.api.serializers import LeafFieldsCopied, StampedOutputSerializer, StrictSerializer
 from tickets import document, events_output
 from tickets.models import AUTHOR_TYPES, PRIORITIES, SILOS, STATUSES, Tag, Ticket
 
@@ -45,17 +45,17 @@ class TicketDocSerializer(serializers.Serializer):
 # --- ticket input ---------------------------------------------------------------------------------------
 
 
-class PersonSerializer(StrictSerializer):
+class PersonSerializer(LeafFieldsCopied, StrictSerializer):
     email = StrictEmailField()
     name = StrictCharField(required=False, allow_blank=True, max_length=200)
 
 
-class MessageInputSerializer(StrictSerializer):
+class MessageInputSerializer(LeafFieldsCopied, StrictSerializer):
     text = StrictCharField(max_length=100_000)
     isPrivate = StrictBooleanField(required=False)
 
 
-class AuthorSerializer(StrictSerializer):
+class AuthorSerializer(LeafFieldsCopied, StrictSerializer):
     type = serializers.ChoiceField(choices=AUTHOR_TYPES)
 
 
@@ -130,7 +130,7 @@ class LicensedIDsField(serializers.Field):
         return [str(obj.pk) for obj in value]
 
 
-class AssignmentSerializer(StrictSerializer):
+class AssignmentSerializer(LeafFieldsCopied, StrictSerializer):
     team = RefField(Team.objects)
     agent = RefField(Agent.objects)
 
@@ -146,7 +146,7 @@ class PriorityField(StrictIntegerField):
         return value
 
 
-class TicketWriteSerializer(StrictSerializer):
+class TicketWriteSerializer(LeafFieldsCopied, StrictSerializer):
     """Fields shared by create and update (all optional here)."""
 
     subject = StrictCharField(required=False, max_length=500)
