@@ -79,7 +79,7 @@ if reachable $(hostport "$PG_URL" 5432) && reachable $(hostport "$REDIS" 6379); 
   trap 'kill "$sqlite_pid" 2>/dev/null; rm -f "$sqlite_log"' EXIT
   echo "== PostgreSQL + Redis (the SQLite pass runs meanwhile; its output follows)"
   started=$SECONDS
-  DATABASE_URL=$PG_URL REDIS_URL=$REDIS HELPDESK_TEST_BACKENDS=postgres,redis \
+  DATABASE_URL=$PG_URL REDIS_URL=$REDIS HELPDESK_TEST_BACKENDS=postgres,redis HELPDESK_TEST_BROWSERS_ELSEWHERE=1 \
     $PY -m pytest "${XDIST[@]}" "$@" || status=1
   echo "== PostgreSQL + Redis: $((SECONDS - started)) s"
   wait "$sqlite_pid" || status=1
