@@ -44,6 +44,7 @@ from django.db import connection, transaction  # noqa: E402
 from accounts import services as account_services  # noqa: E402
 from accounts.models import ROLE_NORMAL, ROLE_OWNER, Account, Agent, License, Team  # noqa: E402
 from tickets.models import CustomField, Tag, Ticket  # noqa: E402
+from tickets.reports import rollups  # noqa: E402
 from tickets.search import search_vector_sql  # noqa: E402
 
 TABLES = [
@@ -53,6 +54,8 @@ TABLES = [
     "tickets_ticket_tags",
     "tickets_ticket_followers",
     "tickets_ticketsearchcopy",
+    "tickets_ticketmetrics",
+    "tickets_reportrollup",
 ]
 TICKET_COLUMNS = [
     "id", "license_id", "number", "short_id", "created_at", "created_by", "created_by_type", "updated_at",
@@ -471,6 +474,10 @@ class Generator:
             License.objects.filter(pk__in=[w["license"].pk for w in worlds]).update(
                 detected_languages=sorted(code for code in LANGUAGE_WEIGHTS if code != "none")
             )
+        # every ticket's metrics row and the reports' rollups, as production has them (a write then takes the
+        # usual path of tickets.reports.wiring, not the rare one of a ticket without its row)
+        for world in progress(worlds, desc="report rollups"):
+            rollups.rebuild(world["license"].pk)
         connection.close()
         with connection.cursor() as cursor:  # VACUUM cannot run in a transaction block
             for table in TABLES:
