@@ -163,7 +163,7 @@ def test_a_lost_enqueue_does_not_fail_the_request(owner, monkeypatch, django_cap
     def broker_down(*args, **kwargs):
         raise ConnectionError("broker down")
 
-    monkeypatch.setattr(tasks.send_outbound_message, "delay", broker_down)
+    monkeypatch.setattr(tasks.send_outbound_message, "apply_async", broker_down)
     # when a test message is sent
     with django_capture_on_commit_callbacks(execute=True):
         response = owner.client.post(

@@ -117,7 +117,7 @@ def test_a_batch_the_broker_refuses_leaves_its_rows_to_the_sweeper(license, monk
     def broker_down(*args, **kwargs):
         raise ConnectionError("broker down")
 
-    monkeypatch.setattr(tasks.send_outbound_messages, "delay", broker_down)
+    monkeypatch.setattr(tasks.send_outbound_messages, "apply_async", broker_down)
     rows = [_message(license, "one"), _message(license, "two")]
     # when the relay publishes them
     with caplog.at_level(logging.WARNING):
