@@ -25,6 +25,8 @@ def _settings_read_once(sender, **kwargs):
 
     names = [name for name in dir(settings) if name.startswith("CELERY_")]
     sender.config_from_object({name: getattr(settings, name) for name in names}, namespace="CELERY")
+
+
 app.autodiscover_tasks()
 
 task_log = logging.getLogger("helpdesk.task")

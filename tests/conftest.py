@@ -107,7 +107,9 @@ def pytest_collection_modifyitems(config, items):
         if "redis" in item.keywords and not has_redis:
             item.add_marker(pytest.mark.skip(reason="needs Redis (runs in the PostgreSQL + Redis pass)"))
         if "browser" in item.keywords and browsers_elsewhere:
-            item.add_marker(pytest.mark.skip(reason="a browser test: tests/run.sh runs them in the SQLite pass"))
+            item.add_marker(
+                pytest.mark.skip(reason="a browser test: tests/run.sh runs them in the SQLite pass")
+            )
 
 
 @pytest.fixture(autouse=True)
