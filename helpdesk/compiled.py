@@ -19,7 +19,7 @@ import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from django.db import DatabaseError, connections, router, transaction
+from django.db import DatabaseError, connections, models, router, transaction
 from django.db.models.signals import post_save, pre_save
 from django.db.models.sql import UpdateQuery
 
@@ -101,6 +101,31 @@ class Compiled:
 
 _RETURNED_AS_GIVEN = (str, int, type(None))  # and their subclasses (bool; psycopg's Int4...)
 
+# Field classes whose INSERT parameter on PostgreSQL is the attribute itself when it has one of these exact types
+# (`get_db_prep_save` -> `get_prep_value` -> `to_python` hands such a value back unchanged; the datetime only when
+# aware). Not the integer fields: PostgreSQL's backend sends their values typed (psycopg's Int2/Int4/Int8).
+# Issue 34: the ~110 column values of a new ticket by mail each went through that chain (see `Insert`).
+_GIVEN_AS_IS = {
+    models.CharField: (str,),
+    models.TextField: (str,),
+    models.EmailField: (str,),
+    models.FloatField: (float,),
+    models.BooleanField: (bool,),
+    models.UUIDField: (uuid.UUID,),
+    models.DateTimeField: (datetime,),
+}
+
+
+def _as_is(field) -> tuple[type, ...] | None:
+    """The value types `field` sends to PostgreSQL as they are, None if every value goes the ORM's way."""
+    target = field.target_field if isinstance(field, models.ForeignKey) else field
+    kinds = _GIVEN_AS_IS.get(type(target))
+    if kinds is None or getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False):
+        return None
+    if type(field).pre_save is not models.Field.pre_save and type(field) is not models.DateTimeField:
+        return None  # a pre_save of its own (DateTimeField's only acts for auto_now/auto_now_add)
+    return (*kinds, type(None)) if field.null else kinds
+
 
 class Insert:
     """INSERTs of a model's rows (all its columns, values given in Python) with the SQL text built once per
@@ -124,6 +149,7 @@ class Insert:
     def __init__(self, model):
         self.model = model
         self._sql: dict[int, str] = {}
+        self._plan: list | None = None  # (field, the value types it sends as they are or None), per column
 
     def _fits(self, connection) -> bool:
         meta = self.model._meta
@@ -151,12 +177,23 @@ class Insert:
         if auto is not None and any(obj.pk is not None for obj in objs):
             orm(objs)
             return
-        fields = [f for f in self.model._meta.local_concrete_fields if not f.generated and f is not auto]
+        if self._plan is None:
+            fields = [f for f in self.model._meta.local_concrete_fields if not f.generated and f is not auto]
+            self._plan = [(field, _as_is(field)) for field in fields]
+        plan = self._plan
+        fields = [field for field, _ in plan]
         returned = [i for i, field in enumerate(fields) if field.db_returning]
         params = []
         for obj in objs:
             obj._prepare_related_fields_for_save(operation_name="bulk_create")
-            values = [field.get_db_prep_save(field.pre_save(obj, True), connection) for field in fields]
+            values = []
+            for field, as_is in plan:
+                if as_is is not None:
+                    value = getattr(obj, field.attname)
+                    if type(value) in as_is and (type(value) is not datetime or value.tzinfo is not None):
+                        values.append(value)
+                        continue
+                values.append(field.get_db_prep_save(field.pre_save(obj, True), connection))
             if any(hasattr(value, "resolve_expression") for value in values) or any(
                 not isinstance(values[i], _RETURNED_AS_GIVEN) for i in returned
             ):

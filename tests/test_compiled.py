@@ -329,3 +329,61 @@ def test_an_insert_reads_back_an_auto_incremented_key_as_bulk_create(license):
     assert list(rows) == [(link.pk, link.team_id, "tickets", "open") for link in links]
     assert all(link.pk is not None and not link._state.adding for link in links)
     assert calls == ([] if connection.vendor == "postgresql" else [links])
+
+
+@pytest.mark.postgres
+def test_a_value_an_insert_sends_as_it_is_is_what_the_orm_would_send(db):
+    # every column of every model: where the Insert sends an attribute of some type as it is, the ORM's own
+    # preparation (get_db_prep_save, PostgreSQL's) gives back that same value, of that same type
+    from django.apps import apps
+    from django.utils import timezone
+
+    from helpdesk.compiled import _as_is
+
+    samples = {
+        str: ["", "plain text", "ünïcode ✓"],
+        int: [0, 7, -(2**40)],
+        float: [0.0, 1.5, -2.25],
+        bool: [True, False],
+        uuid.UUID: [uuid.uuid4()],
+        type(None): [None],
+        __import__("datetime").datetime: [timezone.now()],
+    }
+    checked = set()
+    for model in apps.get_models():
+        for field in model._meta.local_concrete_fields:
+            kinds = _as_is(field)
+            if kinds is None:
+                continue
+            for kind in kinds:
+                for value in samples[kind]:
+                    prepared = field.get_db_prep_save(value, connection)
+                    assert type(prepared) is kind and prepared == value, (model, field.name, value, prepared)
+                checked.add(type(field).__name__)
+    # the kinds that matter were checked, and what the Insert must not take as it is is not taken
+    assert {"CharField", "TextField", "UUIDField", "DateTimeField", "ForeignKey", "BooleanField"} <= checked
+    from django.db import models
+
+    assert _as_is(TicketEvent._meta.get_field("payload")) is None  # JSON: the ORM's adapter
+    assert _as_is(models.DateTimeField(auto_now_add=True)) is None  # its pre_save sets it
+    assert _as_is(models.DateTimeField(auto_now=True)) is None
+    assert _as_is(models.DecimalField()) is None
+    assert _as_is(models.IntegerField()) is None  # sent typed (Int4) on PostgreSQL
+
+
+def test_an_insert_prepares_a_value_of_another_type_the_orms_way(license):
+    # a naive datetime and an int given for a bool column are prepared by the ORM (made aware, made bool)
+    from datetime import datetime as naive_datetime
+
+    ticket = TicketFactory(license=license)
+    event = TicketEvent(
+        license_id=license.pk,
+        ticket_id=ticket.pk,
+        type="note",
+        payload={},
+        created_at=naive_datetime(2026, 1, 2, 3),
+    )
+    with pytest.warns(RuntimeWarning, match="naive datetime"):
+        Insert(TicketEvent).save([event], lambda objs: TicketEvent.objects.bulk_create(objs))
+    stored = TicketEvent.objects.get(pk=event.pk)
+    assert stored.created_at.isoformat() == "2026-01-02T03:00:00+00:00"
