@@ -235,6 +235,7 @@ class Update:
     def __init__(self, model):
         self.model = model
         self._sql: dict[tuple, str] = {}
+        self._as_is: dict = {}  # field -> the value types it sends as they are (`_as_is`)
 
     def _fits(self, connection, fields) -> bool:
         meta = self.model._meta
@@ -272,6 +273,13 @@ class Update:
                 params.extend(expression_params)
             else:
                 sets.append("%s")
+                as_is = self._as_is.get(field, ())
+                if as_is == ():
+                    as_is = self._as_is[field] = _as_is(field)
+                if as_is is not None and type(value) in as_is:
+                    if type(value) is not datetime or value.tzinfo is not None:
+                        params.append(value)  # what get_db_prep_save gives back for it (see _GIVEN_AS_IS)
+                        continue
                 params.append(field.get_db_prep_save(value, connection))
         key = (*(field.column for field in fields), *sets)
         statement = self._sql.get(key)
