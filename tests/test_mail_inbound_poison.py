@@ -171,3 +171,48 @@ def test_cc_beyond_the_limit_are_not_put_in_the_loop(license, settings):
     assert (
         "[2950 more Cc were not put in the loop: at most 50 people per ticket.]" in only_message(result).text
     )
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    [
+        "multipart/alternative",
+        "Multipart/Alternative",
+        "\r\n multipart/alternative",
+        'text/plain; x="multipart/"',
+    ],
+)
+def test_a_mail_is_parsed_as_the_standard_library_parses_it_whatever_its_content_type_header(
+    monkeypatch, content_type
+):
+    # given a mail whose Content-Type header is spelled in one of the ways a parse must decide on
+    msg = EmailMessage()
+    msg["From"], msg["To"], msg["Subject"] = "a@example.com", "b@example.com", "parts"
+    msg.set_content("plain words")
+    msg.add_alternative("<p>html words</p>", subtype="html")
+    raw = msg.as_bytes(policy=email.policy.SMTP)
+    boundary = msg.get_boundary()
+    head, body = raw.split(b"\r\n\r\n", 1)
+    kept = [line for line in head.split(b"\r\n") if not line.lower().startswith(b"content-type")]
+    raw = (
+        b"\r\n".join([*kept, f'Content-Type: {content_type}; boundary="{boundary}"'.encode()])
+        + b"\r\n\r\n"
+        + body
+    )
+    headers_parsed = []
+    real = parse.email.parser.BytesHeaderParser
+
+    class Counting(real):
+        def parsebytes(self, text, headersonly=True):
+            headers_parsed.append(len(text))
+            return super().parsebytes(text, headersonly)
+
+    monkeypatch.setattr(parse.email.parser, "BytesHeaderParser", Counting)
+    # when it is read
+    parsed = parse._message(raw)
+    # then it is what the standard library makes of it
+    expected = email.message_from_bytes(raw, policy=email.policy.default)
+    assert parsed.get_content_type() == expected.get_content_type()
+    assert parsed.as_bytes() == expected.as_bytes()
+    # and a mail surely multipart is parsed once (its headers not alone first)
+    assert len(headers_parsed) == (0 if "multipart/alternative" in content_type.lower() else 1)
