@@ -155,6 +155,13 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
             f"-c statement_timeout={env_int('DB_STATEMENT_TIMEOUT_MS', 30000)}"
         )
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    # The statements' values sent apart from their text (psycopg's server-side binding, with no prepared
+    # statements: Django leaves `prepare_threshold` None) instead of quoted into it in Python: ~140 values per
+    # ticket create, ~0.5 M of its interpreter instructions (bench/README.md, "Issue 34: fifth round"). Off by
+    # default behind PgBouncer, whose support for it the suite does not check (docs/operations.md).
+    DATABASES["default"]["OPTIONS"]["server_side_binding"] = env_bool(
+        "DB_SERVER_SIDE_BINDING", not DB_PGBOUNCER
+    )
 # --- Read replicas: DATABASE_REPLICA_URLS (comma-separated postgres:// URLs of streaming replicas of the
 # primary). Searches, view counts, reports and the admin's lists read from one that has replayed the caller's
 # last write (helpdesk/replicas.py); everything else uses the primary.

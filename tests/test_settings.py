@@ -193,3 +193,32 @@ def test_loading_the_template_tag_libraries_registers_no_admin(tmp_path):
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["0"]
+
+
+@pytest.mark.parametrize(
+    "env, expected",
+    [({}, "True"), ({"DB_PGBOUNCER": "true"}, "False"), ({"DB_SERVER_SIDE_BINDING": "false"}, "False")],
+)
+def test_postgresql_binds_values_on_the_server_unless_behind_pgbouncer(tmp_path, env, expected):
+    clean = {
+        k: v for k, v in os.environ.items() if k not in ("DEBUG", "DATABASE_URL", "REDIS_URL", "DB_PGBOUNCER")
+    }
+    clean.update(HELPDESK_VAR_DIR=str(tmp_path), DATABASE_URL="postgres://u@db.example:5432/helpdesk", **env)
+    result = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup(); from django.conf import settings; "
+         "print(settings.DATABASES['default']['OPTIONS']['server_side_binding'])"],
+        cwd=ROOT, env=clean, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [expected]
+
+
+@pytest.mark.postgres
+def test_the_suites_postgresql_connection_binds_on_the_server(db):
+    import psycopg
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        assert not isinstance(cursor.cursor, psycopg.ClientCursor)
+        cursor.execute("SELECT %s::int + %s, %s", [1, 2, "text"])
+        assert cursor.fetchone() == (3, "text")
