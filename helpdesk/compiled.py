@@ -127,6 +127,11 @@ def _as_is(field) -> tuple[type, ...] | None:
     return (*kinds, type(None)) if field.null else kinds
 
 
+def _sent_as_is(value, as_is: tuple[type, ...]) -> bool:
+    kind = type(value)
+    return kind in as_is and (kind is not datetime or value.tzinfo is not None)
+
+
 class Insert:
     """INSERTs of a model's rows (all its columns, values given in Python) with the SQL text built once per
     process and number of rows; each row's values are prepared as the ORM's INSERT prepares them
@@ -149,20 +154,35 @@ class Insert:
     def __init__(self, model):
         self.model = model
         self._sql: dict[int, str] = {}
-        self._plan: list | None = None  # (field, the value types it sends as they are or None), per column
+        self._shape: tuple | None = None  # (fits bar the signals, columns' plan, positions read back)
+
+    def _shaped(self) -> tuple:
+        """What does not change while the process runs: whether the model fits bar its receivers, each column
+        with the value types it sends as they are (or None), and the positions of the columns read back."""
+        if self._shape is None:
+            meta = self.model._meta
+            fits = (
+                not meta.parents  # a child of a concrete model: its parent's row first, the ORM's way
+                and not meta.proxy
+                # a column read back only for its `db_default`: the row gives its own value (an expression,
+                # such as the `DatabaseDefault` left to the database, goes the ORM's way in save())
+                and all(
+                    field.has_db_default() or field is meta.auto_field for field in meta.db_returning_fields
+                )
+                and not any(hasattr(field, "get_placeholder") for field in meta.local_concrete_fields)
+            )
+            auto = meta.auto_field
+            fields = [f for f in meta.local_concrete_fields if not f.generated and f is not auto]
+            plan = [(field, _as_is(field)) for field in fields]
+            self._shape = (fits, plan, [i for i, field in enumerate(fields) if field.db_returning])
+        return self._shape
 
     def _fits(self, connection) -> bool:
-        meta = self.model._meta
         return (
             connection.vendor == "postgresql"
-            and not meta.parents  # a child of a concrete model: its parent's row first, the ORM's way
-            and not meta.proxy
+            and self._shaped()[0]
             and not pre_save.has_listeners(self.model)
             and not post_save.has_listeners(self.model)
-            # a column read back only for its `db_default`: the row gives its own value (an expression, such
-            # as the `DatabaseDefault` left to the database, goes the ORM's way in save())
-            and all(field.has_db_default() or field is meta.auto_field for field in meta.db_returning_fields)
-            and not any(hasattr(field, "get_placeholder") for field in meta.local_concrete_fields)
         )
 
     def save(self, objs: list, orm: Callable[[list], object]) -> None:
@@ -177,12 +197,7 @@ class Insert:
         if auto is not None and any(obj.pk is not None for obj in objs):
             orm(objs)
             return
-        if self._plan is None:
-            fields = [f for f in self.model._meta.local_concrete_fields if not f.generated and f is not auto]
-            self._plan = [(field, _as_is(field)) for field in fields]
-        plan = self._plan
-        fields = [field for field, _ in plan]
-        returned = [i for i, field in enumerate(fields) if field.db_returning]
+        _, plan, returned = self._shaped()
         params = []
         for obj in objs:
             obj._prepare_related_fields_for_save(operation_name="bulk_create")
@@ -190,19 +205,21 @@ class Insert:
             for field, as_is in plan:
                 if as_is is not None:
                     value = getattr(obj, field.attname)
-                    if type(value) in as_is and (type(value) is not datetime or value.tzinfo is not None):
+                    if _sent_as_is(value, as_is):
                         values.append(value)
                         continue
-                values.append(field.get_db_prep_save(field.pre_save(obj, True), connection))
-            if any(hasattr(value, "resolve_expression") for value in values) or any(
-                not isinstance(values[i], _RETURNED_AS_GIVEN) for i in returned
-            ):
+                value = field.get_db_prep_save(field.pre_save(obj, True), connection)
+                if hasattr(value, "resolve_expression"):
+                    orm(objs)  # before any row is written
+                    return
+                values.append(value)
+            if any(not isinstance(values[i], _RETURNED_AS_GIVEN) for i in returned):
                 orm(objs)  # before any row is written
                 return
             params.extend(values)
         sql = self._sql.get(len(objs))
         if sql is None:
-            quote = connection.ops.quote_name
+            quote, fields = connection.ops.quote_name, [field for field, _ in plan]
             row = "(" + ", ".join(["%s"] * len(fields)) + ")"
             sql = self._sql[len(objs)] = (
                 f"INSERT INTO {quote(self.model._meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
@@ -276,10 +293,9 @@ class Update:
                 as_is = self._as_is.get(field, ())
                 if as_is == ():
                     as_is = self._as_is[field] = _as_is(field)
-                if as_is is not None and type(value) in as_is:
-                    if type(value) is not datetime or value.tzinfo is not None:
-                        params.append(value)  # what get_db_prep_save gives back for it (see _GIVEN_AS_IS)
-                        continue
+                if as_is is not None and _sent_as_is(value, as_is):
+                    params.append(value)  # what get_db_prep_save gives back for it (see _GIVEN_AS_IS)
+                    continue
                 params.append(field.get_db_prep_save(value, connection))
         key = (*(field.column for field in fields), *sets)
         statement = self._sql.get(key)
