@@ -253,6 +253,9 @@ class Update:
         self.model = model
         self._sql: dict[tuple, str] = {}
         self._as_is: dict = {}  # field -> the value types it sends as they are (`_as_is`)
+        self._fields: dict[
+            tuple, list
+        ] = {}  # update_fields -> the fields they name ([]: not all are columns)
 
     def _fits(self, connection, fields) -> bool:
         meta = self.model._meta
@@ -269,9 +272,14 @@ class Update:
         meta = self.model._meta
         using = router.db_for_write(self.model, instance=obj)
         connection = connections[using]
-        names = set(update_fields)
-        fields = [f for f in meta.local_concrete_fields if not f.primary_key and {f.name, f.attname} & names]
-        if len(fields) != len(names) or not self._fits(connection, fields):
+        fields = self._fields.get(tuple(update_fields))
+        if fields is None:
+            names = set(update_fields)
+            fields = [
+                f for f in meta.local_concrete_fields if not f.primary_key and {f.name, f.attname} & names
+            ]
+            fields = self._fields[tuple(update_fields)] = fields if len(fields) == len(names) else []
+        if not fields or not self._fits(connection, fields):
             orm()
             return
         obj._prepare_related_fields_for_save(operation_name="save")
