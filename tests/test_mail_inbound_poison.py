@@ -173,46 +173,86 @@ def test_cc_beyond_the_limit_are_not_put_in_the_loop(license, settings):
     )
 
 
-@pytest.mark.parametrize(
-    "content_type",
-    [
-        "multipart/alternative",
-        "Multipart/Alternative",
-        "\r\n multipart/alternative",
-        'text/plain; x="multipart/"',
-    ],
-)
-def test_a_mail_is_parsed_as_the_standard_library_parses_it_whatever_its_content_type_header(
-    monkeypatch, content_type
-):
-    # given a mail whose Content-Type header is spelled in one of the ways a parse must decide on
+def _multipart(subtype="alternative", linesep="\r\n", preamble=None, epilogue=None, text="plain words"):
     msg = EmailMessage()
     msg["From"], msg["To"], msg["Subject"] = "a@example.com", "b@example.com", "parts"
-    msg.set_content("plain words")
-    msg.add_alternative("<p>html words</p>", subtype="html")
+    msg.set_content(text)
+    if subtype == "mixed":
+        msg.add_alternative("<p>html words</p>", subtype="html")
+        msg.make_mixed()
+        msg.add_attachment(
+            b"\x00\x01 bytes", maintype="application", subtype="octet-stream", filename="a.bin"
+        )
+    else:
+        msg.add_alternative("<p>html words</p>", subtype="html")
+    msg.preamble, msg.epilogue = preamble, epilogue
     raw = msg.as_bytes(policy=email.policy.SMTP)
-    boundary = msg.get_boundary()
-    head, body = raw.split(b"\r\n\r\n", 1)
-    kept = [line for line in head.split(b"\r\n") if not line.lower().startswith(b"content-type")]
-    raw = (
-        b"\r\n".join([*kept, f'Content-Type: {content_type}; boundary="{boundary}"'.encode()])
-        + b"\r\n\r\n"
-        + body
-    )
-    headers_parsed = []
-    real = parse.email.parser.BytesHeaderParser
+    return raw if linesep == "\r\n" else raw.replace(b"\r\n", linesep.encode())
 
-    class Counting(real):
-        def parsebytes(self, text, headersonly=True):
-            headers_parsed.append(len(text))
-            return super().parsebytes(text, headersonly)
 
-    monkeypatch.setattr(parse.email.parser, "BytesHeaderParser", Counting)
-    # when it is read
-    parsed = parse._message(raw)
-    # then it is what the standard library makes of it
-    expected = email.message_from_bytes(raw, policy=email.policy.default)
-    assert parsed.get_content_type() == expected.get_content_type()
+def _same_as_the_standard_librarys(raw):
+    parsed, expected = parse._message(raw), email.message_from_bytes(raw, policy=parse.POLICY)
     assert parsed.as_bytes() == expected.as_bytes()
-    # and a mail surely multipart is parsed once (its headers not alone first)
-    assert len(headers_parsed) == (0 if "multipart/alternative" in content_type.lower() else 1)
+    assert parsed.get_boundary() == expected.get_boundary()
+    assert (parsed.preamble, parsed.epilogue) == (expected.preamble, expected.epilogue)
+    assert [type(d) for d in parsed.defects] == [type(d) for d in expected.defects]
+    mine = [(p.get_content_type(), p.get_payload(decode=True), p.items()) for p in parsed.walk()]
+    theirs = [(p.get_content_type(), p.get_payload(decode=True), p.items()) for p in expected.walk()]
+    assert mine == theirs
+    return parsed
+
+
+def _cut_before_close(raw):
+    boundary = email.message_from_bytes(raw).get_boundary().encode()
+    return raw[: raw.rindex(b"--" + boundary + b"--")]
+
+
+def _spy(monkeypatch) -> list:
+    """What parse._with_parts answers for each mail read (True: parsed under the canonical boundary)."""
+    answers, real = [], parse._with_parts
+    monkeypatch.setattr(
+        parse, "_with_parts", lambda msg, body: answers.append(real(msg, body)) or answers[-1]
+    )
+    return answers
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        _multipart(),
+        _multipart(linesep="\n"),
+        _multipart("mixed"),  # nested: mixed > alternative, and a file
+        _multipart(preamble="This is a MIME message.", epilogue="the end\r\n"),
+        _cut_before_close(_multipart()),  # no closing delimiter: the same defect
+        _multipart().replace(b"==\r\nContent-Type: text/plain", b"==  \r\nContent-Type: text/plain", 1),
+    ],
+    ids=["alternative", "lf", "mixed", "preamble", "unclosed", "blanks-after-delimiter"],
+)
+def test_a_multipart_mail_is_parsed_under_the_canonical_boundary_as_the_standard_library_parses_it(
+    monkeypatch, raw
+):
+    # given a multipart mail whose boundary appears only as delimiter lines
+    answers = _spy(monkeypatch)
+    # when it is read, then it is what the standard library makes of it, parsed the faster way
+    _same_as_the_standard_librarys(raw)
+    assert answers == [True]
+
+
+def test_a_mail_whose_boundary_appears_elsewhere_is_parsed_by_the_standard_library(monkeypatch):
+    raw = _multipart()
+    boundary = email.message_from_bytes(raw).get_boundary().encode()
+    assert raw.count(b"plain words") == 1
+    for text in [
+        b"quoting the boundary " + boundary + b" in a text",  # not on a delimiter line
+        b"--" + boundary + b"xyz",  # a longer one
+        b"a " + parse.CANONICAL_BOUNDARY,  # the canonical one in the body
+    ]:
+        answers = _spy(monkeypatch)
+        _same_as_the_standard_librarys(raw.replace(b"plain words", text))
+        assert answers == [False]
+        monkeypatch.undo()
+    assert parse._only_delimiters(b"--b\r\nx\r\n--b--\r\n", b"b")
+    assert parse._only_delimiters(b"--b \t\nx\n--b--", b"b")
+    assert not parse._only_delimiters(b"--b\r\nsee b\r\n--b--\r\n", b"b")
+    assert not parse._only_delimiters(b"--b\r\nx--b\r\n", b"b")
+    assert not parse._only_delimiters(b"--bc\r\n", b"b")
