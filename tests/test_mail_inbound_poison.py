@@ -4,6 +4,7 @@ that no retry can change), and in linear time. Each of these was answered 451 / 
 import email.policy
 import uuid
 from email.message import EmailMessage
+from pathlib import Path
 
 import pytest
 
@@ -256,3 +257,55 @@ def test_a_mail_whose_boundary_appears_elsewhere_is_parsed_by_the_standard_libra
     assert not parse._only_delimiters(b"--b\r\nsee b\r\n--b--\r\n", b"b")
     assert not parse._only_delimiters(b"--b\r\nx--b\r\n", b"b")
     assert not parse._only_delimiters(b"--bc\r\n", b"b")
+
+
+_CORPUS = sorted((Path(__file__).parent / "mail").glob("*.eml"))
+
+
+@pytest.mark.parametrize("path", _CORPUS, ids=[p.stem for p in _CORPUS])
+def test_the_headers_read_as_text_read_as_the_standard_library_reads_them(path):
+    # given each mail of the corpus, read by the help desk's policy and by the standard library's
+    raw = path.read_bytes()
+    ours, theirs = parse._message(raw), email.message_from_bytes(raw, policy=email.policy.default)
+    # then every part's content type, parameters, boundary, subject and payload read the same
+    for mine, expected in zip(ours.walk(), theirs.walk(), strict=True):
+        assert mine.get_content_type() == expected.get_content_type()
+        assert mine.get_boundary() == expected.get_boundary()
+        assert mine.get_params() == expected.get_params()
+        assert mine.get_content_charset() == expected.get_content_charset()
+        assert str(mine.get("Subject", "")) == str(expected.get("Subject", ""))
+        assert mine.get_payload(decode=True) == expected.get_payload(decode=True)
+
+
+@pytest.mark.parametrize(
+    "name, value",
+    [
+        ("Subject", "plain words"),
+        ("Subject", "  a folded\r\n long subject line \t"),
+        ("Subject", "=?utf-8?q?caf=C3=A9?= order"),  # encoded word: parsed as before
+        ("Subject", "caf\udcc3\udca9 raw bytes"),  # not ASCII: parsed as before
+        ("Content-Type", 'multipart/alternative;\r\n boundary="===============1234=="'),
+        ("Content-Type", "multipart/mixed; boundary=simple; charset=us-ascii"),
+        ("Content-Type", "Multipart/Related; type=\"text/html\"; BOUNDARY='quoted'"),
+        ("Content-Type", "text/plain; charset=utf-8"),
+        ("Content-Type", 'multipart/alternative;\r\n\tboundary="_000_outlook_"'),
+        ("Content-Type", 'Multipart/Alternative; BOUNDARY="upper"'),
+        ("Content-Type", 'multipart/alternative; boundary="a\\"b"'),
+        ("Subject", ""),
+        ("Subject", "   "),
+        ("Subject", 'tab\there (comment) "quoted" <angle> a\x00b\x7f'),
+    ],
+)
+def test_a_header_read_as_its_text_is_what_its_structured_parse_gives(name, value):
+    assert parse.POLICY.header_fetch_parse(name, value) == email.policy.default.header_fetch_parse(
+        name, value
+    )
+
+
+def test_the_usual_multipart_content_type_and_subject_are_read_as_text():
+    for name, value in [
+        ("Content-Type", 'multipart/alternative;\r\n boundary="===============1234=="'),
+        ("Subject", "plain words"),
+    ]:
+        assert type(parse.POLICY.header_fetch_parse(name, value)) is str
+    assert type(parse.POLICY.header_fetch_parse("Subject", "=?utf-8?q?caf=C3=A9?=")) is not str
