@@ -101,3 +101,38 @@ def test_a_pathological_text_is_read_in_linear_time():
     )
     assert done.returncode == 0, done.stderr
     assert len(done.stdout.split()) == 6
+
+
+def _words_by_the_patterns(text: str) -> str:
+    """tickets.search._words as it was before letters-only tokens skipped the patterns (the reference)."""
+    from tickets import search
+
+    words, length = [], 0
+    for match in search._TOKEN.finditer(text, 0, search.DETECT_SCAN_CHARS):
+        token = match[0]
+        if "@" in token:
+            continue
+        link = search._URL.search(token)
+        for word in search._NOT_LETTERS.sub(" ", token if link is None else token[: link.start()]).split():
+            words.append(word)
+            length += len(word) + 1
+            if length > search.DETECT_CHARS:
+                return " ".join(words)[: search.DETECT_CHARS]
+    return " ".join(words)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Hello, my order #123 never arrived; see https://shop.example/orders/123 or mail me@example.com",
+        "Zażółć gęślą jaźń — Straße, naïve café, ΑΒΓ αβγ, русский текст, 日本語のテキスト",
+        "x² ½ ٣ under_score snake_case_word CamelCase 3rd 2nd-rate e-mail http://a.b c:/d",
+        "\u00a0nbsp\u2003em\u3000ideographic\x1cseparators\x1fend",
+        " ".join(["word"] * 400),  # cut at DETECT_CHARS
+        "",
+    ],
+)
+def test_the_words_read_for_the_language_are_the_patterns_words(text):
+    from tickets import search
+
+    assert search._words(text) == _words_by_the_patterns(text)
