@@ -10,14 +10,17 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _load_settings(tmp_path, **env):
-    clean = {
-        k: v for k, v in os.environ.items() if k not in ("DEBUG", "SECRET_KEY", "DATABASE_URL", "REDIS_URL")
-    }
+def _load_settings(
+    tmp_path,
+    printed="settings.DATABASES['default']['ENGINE'], settings.DEBUG, bool(settings.SECRET_KEY)",
+    **env,
+):
+    """The settings loaded in a new process with `env` on a clean environment; it prints `printed`."""
+    dropped = ("DEBUG", "SECRET_KEY", "DATABASE_URL", "REDIS_URL", "DB_PGBOUNCER", "DB_SERVER_SIDE_BINDING")
+    clean = {k: v for k, v in os.environ.items() if k not in dropped}
     clean.update(HELPDESK_VAR_DIR=str(tmp_path), **env)
     return subprocess.run(
-        [sys.executable, "-c", "import django; django.setup(); from django.conf import settings; "
-         "print(settings.DATABASES['default']['ENGINE'], settings.DEBUG, bool(settings.SECRET_KEY))"],
+        [sys.executable, "-c", f"import django; django.setup(); from django.conf import settings; print({printed})"],
         cwd=ROOT, env=clean, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
 
@@ -200,15 +203,12 @@ def test_loading_the_template_tag_libraries_registers_no_admin(tmp_path):
     [({}, "True"), ({"DB_PGBOUNCER": "true"}, "False"), ({"DB_SERVER_SIDE_BINDING": "false"}, "False")],
 )
 def test_postgresql_binds_values_on_the_server_unless_behind_pgbouncer(tmp_path, env, expected):
-    clean = {
-        k: v for k, v in os.environ.items() if k not in ("DEBUG", "DATABASE_URL", "REDIS_URL", "DB_PGBOUNCER")
-    }
-    clean.update(HELPDESK_VAR_DIR=str(tmp_path), DATABASE_URL="postgres://u@db.example:5432/helpdesk", **env)
-    result = subprocess.run(
-        [sys.executable, "-c", "import django; django.setup(); from django.conf import settings; "
-         "print(settings.DATABASES['default']['OPTIONS']['server_side_binding'])"],
-        cwd=ROOT, env=clean, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+    result = _load_settings(
+        tmp_path,
+        printed="settings.DATABASES['default']['OPTIONS']['server_side_binding']",
+        DATABASE_URL="postgres://u@db.example:5432/helpdesk",
+        **env,
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == [expected]
 
