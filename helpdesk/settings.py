@@ -210,7 +210,10 @@ if REDIS_URL:
     DJANGO_REDIS_LOG_IGNORED_EXCEPTIONS = True
     DJANGO_REDIS_LOGGER = "helpdesk.cache"
     CELERY_BROKER_URL = REDIS_URL
-    CELERY_BROKER_TRANSPORT = "helpdesk.broker_redis:Transport"  # kombu's, one Redis client per channel
+    if REDIS_URL.startswith("redis://"):
+        # kombu's, one Redis client per channel; a rediss:// (TLS) or sentinel:// URL keeps the transport kombu
+        # chooses for its scheme (a transport named here would override that choice)
+        CELERY_BROKER_TRANSPORT = "helpdesk.broker_redis:Transport"
     # Publishing while Redis is away must not hang a request: a short, bounded retry, then the caller
     # (helpdesk.queue.enqueue_on_commit) logs and leaves the durable row to its sweeper.
     CELERY_BROKER_TRANSPORT_OPTIONS = {

@@ -309,3 +309,27 @@ def test_the_usual_multipart_content_type_and_subject_are_read_as_text():
     ]:
         assert type(parse.POLICY.header_fetch_parse(name, value)) is str
     assert type(parse.POLICY.header_fetch_parse("Subject", "=?utf-8?q?caf=C3=A9?=")) is not str
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        # no blank line between the headers and the first delimiter: the headers end at the first non-header line
+        b'From: a@example.com\nSubject: hi\nContent-Type: multipart/mixed; boundary="zzQQ"\n'
+        b"--zzQQ\nContent-Type: text/plain\n\nhello there\n--zzQQ--\n",
+        # the same for a single part: a line that is no header before the blank line
+        b"From: a@example.com\nSubject: hi\nnot a header line\nmore text\n\nthe rest\n",
+        # an 8-bit byte in the boundary: the structured Content-Type replaces it, and nothing is split
+        b'From: a@example.com\r\nSubject: hi\r\nContent-Type: multipart/mixed; boundary="b\xe9ndary"\r\n\r\n'
+        b"--b\xe9ndary\r\nContent-Type: text/plain\r\n\r\nhello\r\n--b\xe9ndary--\r\n",
+    ],
+    ids=["multipart-no-separator", "single-part-no-separator", "8bit-boundary"],
+)
+def test_a_mail_the_short_cuts_do_not_fit_reads_as_the_standard_library_reads_it(raw):
+    parsed, expected = parse._message(raw), email.message_from_bytes(raw, policy=parse.POLICY)
+    assert parsed.is_multipart() == expected.is_multipart()
+    assert [type(d) for d in parsed.defects] == [type(d) for d in expected.defects]
+    mine = [(p.get_content_type(), p.get_payload(decode=True), p.items()) for p in parsed.walk()]
+    theirs = [(p.get_content_type(), p.get_payload(decode=True), p.items()) for p in expected.walk()]
+    assert mine == theirs
+    assert parse.parse(raw).full_text == parse._parse(raw, expected).full_text

@@ -222,3 +222,22 @@ def test_the_suites_postgresql_connection_binds_on_the_server(db):
         assert not isinstance(cursor.cursor, psycopg.ClientCursor)
         cursor.execute("SELECT %s::int + %s, %s", [1, 2, "text"])
         assert cursor.fetchone() == (3, "text")
+
+
+@pytest.mark.parametrize(
+    "url, transport, ssl",
+    [
+        ("redis://127.0.0.1:6379/0", "helpdesk.broker_redis.Transport", "False"),
+        ("rediss://127.0.0.1:6380/0", "kombu.transport.redis.Transport", "True"),
+        ("sentinel://127.0.0.1:26379/0", "kombu.transport.redis.SentinelTransport", "False"),
+    ],
+)
+def test_the_broker_keeps_the_transport_of_a_tls_or_sentinel_url(tmp_path, url, transport, ssl):
+    result = _load_settings(
+        tmp_path,
+        printed="(lambda c: f'{type(c.transport).__module__}.{type(c.transport).__name__} {bool(c.ssl)}')"
+        "(__import__('helpdesk.celery').celery.app.connection_for_write())",
+        REDIS_URL=url,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [transport, ssl]

@@ -20,6 +20,7 @@ import html as html_lib
 import logging
 import mimetypes
 import re
+from email.errors import MissingHeaderBodySeparatorDefect
 from email.message import EmailMessage
 from html.parser import HTMLParser
 
@@ -149,7 +150,7 @@ class _Policy(email.policy.EmailPolicy):
         if lowered in ("content-type", "subject"):
             unfolded = "".join(email.policy.linesep_splitter.split(value))  # as the policy does first
             if (lowered == "subject" and value.isascii() and "=?" not in value) or (
-                lowered == "content-type" and _PLAIN_MULTIPART.fullmatch(unfolded)
+                lowered == "content-type" and unfolded.isascii() and _PLAIN_MULTIPART.fullmatch(unfolded)
             ):
                 return unfolded
         return _parsed_header(name, value)
@@ -557,6 +558,9 @@ def _message(raw: bytes) -> EmailMessage:
     end = _HEAD_END.search(raw)
     if end is not None:
         msg = email.parser.BytesHeaderParser(policy=POLICY).parsebytes(raw[: end.end()])
+        if any(isinstance(defect, MissingHeaderBodySeparatorDefect) for defect in msg.defects):
+            # the headers end at a line that is no header, before the blank line: the parser's own split
+            return email.message_from_bytes(raw, policy=POLICY)
         maintype = msg.get_content_maintype()
         if maintype not in ("multipart", "message"):
             msg.set_payload(raw[end.end() :].decode("ascii", "surrogateescape"))
