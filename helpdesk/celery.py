@@ -19,8 +19,8 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 def _settings_read_once(sender, **kwargs):
     """Celery reads its settings as the CELERY_* names of Django's settings, copied into a dict when it first
     needs them (a publish looks up seven: through `django.conf.settings` each missing name was two raised and
-    caught AttributeErrors, ~0.2 M of a publish's instructions; bench/README.md, "Issue 34: the task
-    publish"). Tests change Celery's settings through `app.conf`, as before."""
+    caught AttributeErrors, ~0.25 M of a publish's instructions; bench/README.md, "Issue 34: fifth
+    round"). Tests change Celery's settings through `app.conf`, as before."""
     from django.conf import settings
 
     names = [name for name in dir(settings) if name.startswith("CELERY_")]

@@ -245,48 +245,49 @@ class Update:
     then `post_save` with `created=False`), so their receivers see the save.
 
     Issue 34: a reply's `Ticket.save(update_fields=...)` built the UPDATE of 17 columns field by field every time
-    (reply 23.04 -> 22.36 M, PATCH 9.56 -> 8.84 M; bench/README.md "Issue 34: the agent reply, fourth round"). Only for PostgreSQL, a model that is not a child
-    or a proxy, without `select_on_save`, and fields with no placeholder of their own: anything else is `orm()`.
+    (reply 23.04 -> 22.36 M, PATCH 9.56 -> 8.84 M; bench/README.md "Issue 34: the agent reply, fourth round").
+    Only for PostgreSQL, a model that is not a child or a proxy, without `select_on_save`, and fields with no
+    placeholder of their own: anything else is `orm()`.
     """
 
     def __init__(self, model):
         self.model = model
         self._sql: dict[tuple, str] = {}
-        self._as_is: dict = {}  # field -> the value types it sends as they are (`_as_is`)
-        self._fields: dict[
-            tuple, list
-        ] = {}  # update_fields -> the fields they name ([]: not all are columns)
+        # update_fields -> each field they name with the value types it sends as they are (`_as_is`); [] where
+        # the ORM saves (not all are columns, a child or proxy model, `select_on_save`, a field's placeholder)
+        self._plans: dict[tuple, list] = {}
 
-    def _fits(self, connection, fields) -> bool:
-        meta = self.model._meta
-        return (
-            connection.vendor == "postgresql"
-            and not meta.parents
-            and not meta.proxy
-            and not meta.select_on_save
-            and not any(hasattr(field, "get_placeholder") for field in fields)
-        )
+    def _plan(self, update_fields) -> list:
+        plan = self._plans.get(tuple(update_fields))
+        if plan is None:
+            meta, names = self.model._meta, set(update_fields)
+            fields = [
+                f for f in meta.local_concrete_fields if not f.primary_key and {f.name, f.attname} & names
+            ]
+            fits = (
+                len(fields) == len(names)
+                and not meta.parents
+                and not meta.proxy
+                and not meta.select_on_save
+                and not any(hasattr(field, "get_placeholder") for field in fields)
+            )
+            plan = self._plans[tuple(update_fields)] = [(f, _as_is(f)) for f in fields] if fits else []
+        return plan
 
     def save(self, obj, update_fields: list[str], orm: Callable[[], object]) -> None:
         """Updates `obj`'s row (found by its primary key); `orm()`, the save it stands for, where this does not fit."""
         meta = self.model._meta
         using = router.db_for_write(self.model, instance=obj)
         connection = connections[using]
-        fields = self._fields.get(tuple(update_fields))
-        if fields is None:
-            names = set(update_fields)
-            fields = [
-                f for f in meta.local_concrete_fields if not f.primary_key and {f.name, f.attname} & names
-            ]
-            fields = self._fields[tuple(update_fields)] = fields if len(fields) == len(names) else []
-        if not fields or not self._fits(connection, fields):
+        plan = self._plan(update_fields)
+        if not plan or connection.vendor != "postgresql":
             orm()
             return
         obj._prepare_related_fields_for_save(operation_name="save")
         update_fields = frozenset(update_fields)
         pre_save.send(sender=self.model, instance=obj, raw=False, using=using, update_fields=update_fields)
         compiler, sets, params = None, [], []
-        for field in fields:
+        for field, as_is in plan:
             value = field.pre_save(obj, False)
             if hasattr(value, "resolve_expression"):
                 if compiler is None:
@@ -298,13 +299,11 @@ class Update:
                 params.extend(expression_params)
             else:
                 sets.append("%s")
-                as_is = self._as_is.get(field, ())
-                if as_is == ():
-                    as_is = self._as_is[field] = _as_is(field)
                 if as_is is not None and _sent_as_is(value, as_is):
                     params.append(value)  # what get_db_prep_save gives back for it (see _GIVEN_AS_IS)
                     continue
                 params.append(field.get_db_prep_save(value, connection))
+        fields = [field for field, _ in plan]
         key = (*(field.column for field in fields), *sets)
         statement = self._sql.get(key)
         if statement is None:

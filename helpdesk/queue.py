@@ -36,7 +36,7 @@ def enqueue_now(task, *args, **kwargs) -> bool:
     if isinstance(task, str):
         task = task_named(task)
     try:
-        # Measured per publish (callgrind, bench/README.md "Issue 34: the task publish"): `declare=[]` skips
+        # Measured per publish (callgrind, bench/README.md "Issue 34: fifth round"): `declare=[]` skips
         # binding the default queue on every publish (-0.26 M; a task goes to its queue's list by the queue's
         # name, which needs no binding on Redis nor on the embedded folder); the arguments' repr shown in the
         # message (Flower, the worker's log) made with `repr` instead of Celery's `saferepr` (-0.31 M).
@@ -58,6 +58,6 @@ def _shown(value) -> str | None:
 
 
 def enqueue_on_commit(task, *args, **kwargs) -> None:
-    """`task.delay(*args, **kwargs)` after the current transaction commits (at once outside one); never raises.
+    """`enqueue_now(task, *args, **kwargs)` after the current transaction commits (at once outside one).
     `task` may be the task's name (`task_named`)."""
     transaction.on_commit(lambda: enqueue_now(task, *args, **kwargs))

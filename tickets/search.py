@@ -75,8 +75,8 @@ def _words(text: str) -> str:
         token = match[0]
         if token.isalpha():
             # letters only: no address, no link, nothing for _NOT_LETTERS (a letter is a word character and no
-            # digit); most tokens, and the two patterns cost ~4,000 instructions each (this text's 0.60 -> see
-            # bench/README.md, "Issue 34: fifth round")
+            # digit). Most tokens are; the two patterns cost ~4,000 instructions each: the bench's text 0.60 ->
+            # 0.30 M (bench/README.md, "Issue 34: fifth round")
             pieces = (token,)
         elif "@" in token:
             continue

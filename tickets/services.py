@@ -457,15 +457,14 @@ def _locking(ticket_id, license_id):
 # PATCH 14.22 -> 10.65 M; bench/README.md "Issue 34: the agent reply, fourth round").
 _locked = Compiled(_locking, uuid.UUID, int)
 _LOCKED_FIELDS = (list(Ticket._meta.concrete_fields), list(License._meta.concrete_fields))
+_LOCKED_TARGETS = [*_LOCKED_FIELDS[0], *_LOCKED_FIELDS[1]]  # the columns as the instances are built from them
 
 
 def _lock_ticket(ticket: Ticket) -> Ticket:
     """The ticket's row, locked (not its license's), with its license. `ticket` may be an unsaved Ticket with
     only its ID and license (the API's PATCH: this is its one read); not there → Ticket.DoesNotExist (404)."""
-    if _locked.statement(ticket.pk, ticket.license_id) is None or _locked.targets != [
-        *_LOCKED_FIELDS[0],
-        *_LOCKED_FIELDS[1],
-    ]:  # SQLite, or columns in another order than the instances' (a Django that selects otherwise)
+    # SQLite, or columns in another order than the instances' (a Django that selects otherwise): the ORM's get()
+    if _locked.statement(ticket.pk, ticket.license_id) is None or _locked.targets != _LOCKED_TARGETS:
         return _locking(ticket.pk, ticket.license_id).get()
     rows = _locked.rows(ticket.pk, ticket.license_id)
     if not rows:

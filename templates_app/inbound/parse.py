@@ -140,8 +140,9 @@ class _Policy(email.policy.EmailPolicy):
     Two headers that are new in nearly every mail are read as their text where that is what their structured
     parse gives back as a str: a multipart's Content-Type (its boundary) of the usual shape (`_PLAIN_MULTIPART`),
     whose readers in the standard library (get_content_type, get_param, get_boundary) and here all read it as
-    text, and a Subject of plain ASCII with no encoded word. Their parses were 0.52 M and 0.24 M interpreter instructions of a new ticket by mail
-    (bench/README.md, "Issue 34: fifth round"); tests compare both with the standard library's."""
+    text, and a Subject of plain ASCII with no encoded word. Their parses were 0.52 M and 0.24 M interpreter
+    instructions of a new ticket by mail (bench/README.md, "Issue 34: fifth round"); tests compare both with the
+    standard library's."""
 
     def header_fetch_parse(self, name, value):
         if hasattr(value, "name"):
