@@ -239,6 +239,47 @@ def test_two_autoassignments_at_once_read_each_others_assignment(license, monkey
     assert (_open_tickets_of(idle), _open_tickets_of(busy)) == (1, 2)
 
 
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("eligible", [False, True])
+def test_only_a_team_with_an_eligible_agent_is_locked_by_its_new_ticket(license, eligible):
+    """Another transaction holds the team's row: a new ticket of a team nobody is autoassigned in does not wait
+    for it (its tickets do not queue on each other); one whose team has an eligible agent does (lock_timeout)."""
+    from django.db import OperationalError
+
+    from accounts.models import Team
+
+    team = _team(license, _agent(license, autoassignment=eligible))
+    held, release = threading.Event(), threading.Event()
+
+    def hold():
+        try:
+            with transaction.atomic():
+                Team.objects.select_for_update(no_key=True).get(pk=team.pk)
+                held.set()
+                release.wait(10)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert held.wait(10)
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '500ms'")
+        if eligible:
+            with pytest.raises(OperationalError, match="lock timeout"):
+                _new(license, team)
+        else:
+            assert _new(license, team).assignment_agent_id is None
+    finally:
+        release.set()
+        holder.join(10)
+        with connection.cursor() as cursor:
+            cursor.execute("RESET lock_timeout")
+    assert Ticket.objects.filter(license=license).count() == (0 if eligible else 1)
+
+
 @pytest.mark.django_db
 def test_a_ticket_that_came_by_email_is_assigned_by_the_system(license):
     from helpdesk.context import EMAIL_MESSAGE, Actor, acting_as
