@@ -1,8 +1,6 @@
 """Mail in, the service: a corpus of real-world message shapes becomes tickets and replies, with threading, the
 reopen / un-spam / unauthenticated-reply rules, duplicates, bounces, and loop and storm protection."""
 
-import threading
-
 import pytest
 from django.db import connection
 
@@ -221,6 +219,8 @@ def test_a_message_without_message_id_is_deduplicated_by_its_bytes(license):
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_duplicate_deliveries_store_one_ticket(license):
+    import threading
+
     raw = simple(headers={"Message-ID": "<race@client.example>"})
     results, barrier = [], threading.Barrier(4)
 
@@ -238,115 +238,6 @@ def test_concurrent_duplicate_deliveries_store_one_ticket(license):
         thread.join()
     assert sorted(results) == ["duplicate", "duplicate", "duplicate", "stored"]
     assert Ticket.objects.filter(license=license).count() == 1
-
-
-class _Paused:
-    """The mail delivered in the thread named "first" stops after `module.name` returns, until released."""
-
-    def __init__(self, monkeypatch, module, name):
-        self.paused, self.release = threading.Event(), threading.Event()
-        real = getattr(module, name)
-
-        def pausing(*args, **kwargs):
-            result = real(*args, **kwargs)
-            if threading.current_thread().name == "first":
-                self.paused.set()
-                self.release.wait(10)
-            return result
-
-        monkeypatch.setattr(module, name, pausing)
-
-    def first(self, license, raw, results):
-        def deliver():
-            try:
-                results.append(receive(license, raw))
-            finally:
-                connection.close()
-
-        thread = threading.Thread(target=deliver, name="first")
-        thread.start()
-        assert self.paused.wait(10), "the first mail never reached its pause"
-        return thread
-
-
-@pytest.mark.postgres
-@pytest.mark.django_db(transaction=True)
-def test_a_new_ticket_by_mail_does_not_wait_for_another_ones_commit(license, monkeypatch):
-    """Its number is taken before its transaction (tickets.services.ticket_number_reserve): a second mail of the
-    license is stored whole while the first one's ticket is written but not committed (lock_timeout: it would
-    wait on the number's row to the first one's commit otherwise)."""
-    from tickets import autoassign
-
-    receive(
-        license, simple(subject="Warm-up")
-    )  # #1; the license's first mail also locks it (its inbox's flag)
-    pause, results = _Paused(monkeypatch, autoassign, "autoassign"), []
-    first = pause.first(license, simple(subject="First"), results)
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute("SET lock_timeout = '2s'")
-        second = receive(license, simple(subject="Second"))
-    finally:
-        pause.release.set()
-        first.join(10)
-        with connection.cursor() as cursor:
-            cursor.execute("RESET lock_timeout")
-    assert second.status == "stored" and [r.status for r in results] == ["stored"]
-    numbers = {ticket_of(result).subject: ticket_of(result).number for result in [second, *results]}
-    assert numbers == {"First": 2, "Second": 3}  # taken in their order, committed in the other
-    assert second.auto_reply_allowed and results[0].auto_reply_allowed
-
-
-@pytest.mark.postgres
-@pytest.mark.django_db(transaction=True)
-def test_two_acknowledgement_decisions_of_a_license_are_taken_one_after_the_other(license, settings):
-    """The storm limit is exact under concurrency: a first decision holds the license's decision lock until its
-    mail's row commits; a second one waits for it (nothing else locked here: no ticket, no rollups) and counts
-    that row. Without the lock both would count none and both mails would be answered."""
-    from django.db import transaction
-    from django.utils import timezone
-
-    from templates_app.inbound import storm
-    from tests.db_helpers import wait_for_a_lock_wait
-
-    settings.INBOUND_AUTO_REPLIES_PER_HOUR = 1
-    decided, release, reasons = threading.Event(), threading.Event(), {}
-
-    def decide(name):
-        try:
-            with transaction.atomic():
-                reasons[name] = storm._limit_reached(license, "client@example.com", timezone.now())
-                InboundMessage.objects.create(
-                    license=license, message_id=f"<{name}@x>", kind="ticket", sender="client@example.com",
-                    auto_reply_allowed=not reasons[name],
-                )  # fmt: skip
-                if name == "first":
-                    decided.set()
-                    release.wait(10)
-        finally:
-            connection.close()
-
-    first = threading.Thread(target=decide, args=("first",))
-    first.start()
-    assert decided.wait(10)
-    second = threading.Thread(target=decide, args=("second",))
-    second.start()
-    wait_for_a_lock_wait()
-    release.set()
-    first.join(10)
-    second.join(10)
-    assert reasons == {"first": "", "second": "more than 1 to client@example.com this hour"}
-
-
-def test_a_mail_to_thread_or_inside_a_transaction_takes_its_number_in_the_write(license):
-    """ticket_number_reserve gives nothing inside a transaction (a test's, an outer write's): the number is taken
-    by the write, under its row lock, as before; and a mail with something to thread by is not known to open a
-    ticket before it is read, so it takes none ahead."""
-    from tickets.services import ticket_number_reserve
-
-    assert ticket_number_reserve(license) is None
-    result = receive(license, simple(subject="Hello", headers={"In-Reply-To": "<unknown@client.example>"}))
-    assert ticket_of(result).number == 1
 
 
 # --- threading ----------------------------------------------------------------------------------------------
@@ -632,18 +523,16 @@ def test_the_purge_takes_the_received_mail_of_purged_tickets_with_it(license, se
 def test_a_new_ticket_by_mail_costs_a_bounded_number_of_statements(license, django_assert_max_num_queries):
     """The whole mail (look-ups, ticket, message, team link, autoassignment, event, acknowledgement, inbound row,
     the license's active rules, the reports' metrics row and rollups; the SLA policies from the process's copy)
-    in at most 17 statements, savepoints and the transaction's own included: a regression here costs mails/s.
+    in at most 18 statements, savepoints and the transaction's own included: a regression here costs mails/s.
     Was 24 (issue 34): the recipient's license now comes from the process's copy (-1), and the duplicate, loop,
     blocked and trusted look-ups are one statement (-2; templates_app.inbound.selectors); the acknowledgement is
     rendered by the worker (its team, template and logo, the license's reply addresses for From are no longer read
     here: -2 alone, -1 beside the license's copy). 20 -> 18 (issue 34, continued): the license's active webhooks
     come from the process's copy, and the default team's lock says it has no agent to autoassign. 18 -> 16: the
     ticket write runs in the mail's unit of work without a savepoint of its own (helpdesk.transactions.in_open_unit:
-    -2). 16 -> 17: the acknowledgement's decision takes its own lock on PostgreSQL, which the ticket's number no
-    longer holds to the commit (templates_app.inbound.storm; a statement that buys mails/s: the license's new
-    tickets no longer wait for each other's commit)."""
+    -2)."""
     receive(license, simple(subject="Warm-up"))  # the license's first mail also marks its inbox used
-    with django_assert_max_num_queries(17 if connection.vendor == "postgresql" else 16):
+    with django_assert_max_num_queries(16):
         result = receive(
             license, simple(subject="Printer on fire", headers={"Message-ID": "<count@x.example>"})
         )

@@ -236,7 +236,6 @@ def _new_ticket(
     note: str,
     custom_fields,
     automatic: str,
-    number: int | None,
 ) -> Ticket:
     people, dropped = _people(target, mail, requester)
     if dropped:
@@ -254,7 +253,6 @@ def _new_ticket(
         transaction_id=txn_id,
         custom_fields=custom_fields,
         sender_checked=True,  # the blocked list was read above (From and the requester)
-        number=number,
     )
     if spam:
         ticket = ticket_services.ticket_update(ticket=ticket, silo="spam")
@@ -284,22 +282,9 @@ def _reply(ticket: Ticket, mail, txn_id, note: str, *, reopen: bool = True, auto
     )
 
 
-def _opens_a_ticket(target: Target, mail: parse.ParsedMail, who: _Who, found: Lookups, entrance) -> bool:
-    """Whether `_handle` will certainly open a new ticket for the mail, known without reading anything: not a
-    bounce nor our own mail, a sender, and nothing to thread it by (find_ticket would read nothing). A hint only,
-    for taking the ticket's number before the unit of work (tickets.services.ticket_number_reserve): wrong, it
-    leaves a number unused (a gap) or the number taken inside the unit, as before."""
-    if mail.bounce is not None or who.requester is None or found.ours or is_our_message_id(mail.message_id):
-        return False
-    if parse_inbound_address(mail.sender.email[:254] if mail.sender else "") is not None:
-        return False
-    threads_by = mail.thread_ids or mail.subject_tag or any(a.short_id for a in target.inbound)
-    return not (entrance.threads and threads_by)
-
-
 def _handle(
     inbound: InboundMessage, target: Target, mail: parse.ParsedMail, raw: bytes, envelope_sender, entrance,
-    who: _Who, found: Lookups, number: int | None,
+    who: _Who, found: Lookups,
 ) -> None:  # fmt: skip
     license, sender = target.license, inbound.sender
     if mail.bounce is not None:
@@ -346,7 +331,7 @@ def _handle(
     else:
         ticket = _new_ticket(
             inbound, target, mail, requester, spam=spam, team=team, txn_id=txn_id, note=note,
-            custom_fields=entrance.custom_fields, automatic=automatic, number=number,
+            custom_fields=entrance.custom_fields, automatic=automatic,
         )  # fmt: skip
         inbound.kind = InboundMessage.KIND_TICKET
         reason = storm.auto_reply_refusal(
@@ -394,13 +379,10 @@ def _store(
     # leaves a file no row names, as it did when the file was written inside the unit)
     inbound.raw.save(f"{inbound.pk}.eml", ContentFile(raw), save=False)
     try:
-        # a new ticket's number taken before the unit: not held to its commit (ticket_number_reserve)
-        opens = _opens_a_ticket(target, mail, who, found, entrance)
-        number = ticket_services.ticket_number_reserve(target.license) if opens else None
         with unit_of_work():
             with acting_as(Actor(type=EMAIL_MESSAGE, email=sender, source=entrance.source)):
                 _mark_inbox_used(target.license)  # before any ticket is locked (docs/architecture.md, locks)
-                _handle(inbound, target, mail, raw, envelope_sender, entrance, who, found, number)
+                _handle(inbound, target, mail, raw, envelope_sender, entrance, who, found)
             inbound.note = inbound.note[:300]
             # inserted last, complete, in one statement: a concurrent delivery of the same message fails here on
             # the unique index (IntegrityError: everything it wrote is rolled back) and is answered as a duplicate

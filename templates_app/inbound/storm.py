@@ -17,9 +17,6 @@ from templates_app.inbound import parse
 from templates_app.models import InboundMessage
 
 BULK_PRECEDENCE = {"bulk", "list", "junk", "auto_reply"}
-# pg_advisory_xact_lock's first key: the space of the per-license acknowledgement decisions (the second key is the
-# license), held from the count to the commit of the mail's row that it counts
-_DECISION_LOCK_SPACE = 0x41434B31
 
 
 def _automatic(mail: parse.ParsedMail, envelope_sender: str | None) -> str:
@@ -46,13 +43,10 @@ def _limit_reached(license: License, sender: str, now) -> str:
     """The first of the hourly limits that the acknowledgements already sent reach, or "".
 
     One statement counts all three over the license's last hour (index license, created_at; at most the
-    license limit of rows are acknowledged ones). Exact under concurrency: on PostgreSQL a statement before it
-    takes the license's decision lock (an advisory lock held to the commit), so two new tickets of one license
-    are decided one after the other, the second counting the first's committed row (READ COMMITTED: a fresh
-    snapshot per statement, taken after the lock is granted; in the same statement it would be taken before).
-    The ticket's number no longer serializes them: mail in takes it before its transaction
-    (tickets.services.ticket_number_reserve). On SQLite the ticket's insert, before this, holds the database's
-    write lock to the commit.
+    license limit of rows are acknowledged ones). Exact under concurrency: it runs after ticket_create, which
+    holds the license's ticket-number row lock until commit, so two new tickets of one license are decided
+    one after the other, each seeing the other's committed row (READ COMMITTED: a fresh snapshot per
+    statement).
 
     Written as SQL: the ORM's aggregate with three filtered counts cost 2.9 M interpreter instructions per mail
     to compile (bench/mail_in.py --instructions, 36.2 M -> 33.3 M). The domain's LIKE pattern and the time are
@@ -60,8 +54,6 @@ def _limit_reached(license: License, sender: str, now) -> str:
     domain = sender.rpartition("@")[2]
     pattern, since = "%@" + connection.ops.prep_for_like_query(domain), now - timedelta(hours=1)
     with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [_DECISION_LOCK_SPACE, license.pk % 2**31])
         cursor.execute(
             "SELECT COALESCE(SUM(CASE WHEN sender = %s THEN 1 ELSE 0 END), 0),"
             " COALESCE(SUM(CASE WHEN sender LIKE %s ESCAPE '\\' THEN 1 ELSE 0 END), 0), COUNT(*)"
