@@ -12,16 +12,24 @@ Django's `on_commit` runs after the commit, outside the transaction; what must c
 change (the audit entry of the change, anything derived from it) needs a hook before it. So the services, the
 admin's views and the other write paths open a unit of work instead of a bare `transaction.atomic()`, and
 `before_commit()` registers a callback on it. On the successful exit of the outermost unit of work on a
-connection the callbacks run, in the order they were registered (a callback may register more; they run too),
-then those registered with `last=True`, then the block exits and commits. If a callback raises, the block rolls
-back and the error propagates. A unit of work that exits with an exception (or whose block is marked for
-rollback) drops its callbacks.
+connection the callbacks run in three stages, each in the order they were registered (a callback may register
+more; they run too, in their stage): the write's consequences (the audit, the rules: they may write more), then
+the flushes of what the writes accumulated in memory (`stage=FLUSH`: the reports' rollups, one upsert in key
+order), then the last (`last=True`: the search totals' generation); then the block exits and commits. The
+flushes and the last take a write's final locks, so every write takes them in one order, after its rows'
+(docs/architecture.md, "Locks are taken in one order"). If a callback raises, the block rolls back and the error
+propagates. A unit of work that exits with an exception (or whose block is marked for rollback) drops its
+callbacks.
 
 A unit of work nested in another is a savepoint (`transaction.atomic()` nested); its callbacks run at the
 outermost exit, even when its own savepoint rolled back: a callback reads what it needs from the database
 when it runs (the audit reads each object's state then), it does not trust what was true when it was
-registered. A unit of work opened inside a bare `transaction.atomic()` (a test case's block, Django's own
-block around a deletion) runs its callbacks at its own exit: still inside that transaction.
+registered. What a write accumulates in memory for a callback cannot be read again: `on_rollback()` registers
+what forgets it when a nested unit of work around the write rolls back to its savepoint (the outermost's
+rollback drops the unit's state whole). A bare `atomic()` block nested in a unit is not seen: nest a unit of
+work where part of a unit may roll back alone. A unit of work opened inside a bare `transaction.atomic()` (a
+test case's block, Django's own block around a deletion) runs its callbacks at its own exit: still inside that
+transaction.
 """
 
 from __future__ import annotations
@@ -33,14 +41,18 @@ from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, transaction
 
+# The stages of the before-commit callbacks, in the order they run (`before_commit(stage=...)`).
+CONSEQUENCES, FLUSH, LAST = 0, 1, 2
+
 
 class Unit:
     """The state of one outermost unit of work on one connection: its callbacks, and a dict in which the
     machinery built on it (the audit) keeps what it collects until the commit."""
 
     def __init__(self, commits: bool) -> None:
-        self.callbacks: list[Callable[[], Any]] = []
-        self.last: list[Callable[[], Any]] = []  # run after every other callback (`before_commit(last=True)`)
+        self.stages: tuple[list[Callable[[], Any]], ...] = ([], [], [])  # CONSEQUENCES, FLUSH, LAST
+        # per open unit of work, outermost first: what forgets its writes' part of `state` if it rolls back
+        self.undo: list[list[Callable[[], Any]]] = [[]]
         self.state: dict[str, Any] = {}
         # Whether the transaction commits right after the callbacks: False inside a bare `transaction.atomic()`
         # (a test case's block, Django's block around a deletion), whose transaction goes on after them.
@@ -64,11 +76,14 @@ def current_unit(using: str | None = None) -> Unit | None:
     return _units().get(using or DEFAULT_DB_ALIAS)
 
 
-def before_commit(callback: Callable[[], Any], using: str | None = None, *, last: bool = False) -> None:
+def before_commit(
+    callback: Callable[[], Any], using: str | None = None, *, stage: int = CONSEQUENCES, last: bool = False
+) -> None:
     """Run `callback()` inside the current unit of work's transaction, just before it commits.
 
-    `last`: after every other callback, those registered later included (the search totals' bookkeeping, which
-    takes its lock at the very end of every write, so that all writes take their final locks in one order).
+    `stage`: FLUSH runs after every callback of the write's consequences, those registered later included (the
+    reports' rollups: every write of the unit adds to them first, the rules' included). `last` (LAST): after
+    every other callback (the search totals' bookkeeping, which takes its lock at the very end of every write).
 
     Outside a unit of work there is no such moment (autocommit, or a bare `transaction.atomic()` that nobody
     can hook into): that is a programming error, raised, never a callback silently lost.
@@ -78,7 +93,18 @@ def before_commit(callback: Callable[[], Any], using: str | None = None, *, last
         raise transaction.TransactionManagementError(
             "before_commit() outside a unit of work: wrap the write in helpdesk.transactions.unit_of_work()"
         )
-    (unit.last if last else unit.callbacks).append(callback)
+    unit.stages[LAST if last else stage].append(callback)
+
+
+def on_rollback(callback: Callable[[], Any], using: str | None = None) -> None:
+    """Run `callback()` if the innermost nested unit of work open around this call rolls back to its savepoint
+    (a rule that cannot apply, tickets.rules.engine), or one around it does. For what a write keeps in
+    `Unit.state` for a callback (the rollups' pending rows): a rolled-back write's part is forgotten. When the
+    outermost unit rolls back, its state goes whole and nothing runs."""
+    unit = current_unit(using)
+    if unit is None:
+        raise transaction.TransactionManagementError("on_rollback() outside a unit of work")
+    unit.undo[-1].append(callback)
 
 
 class UnitOfWork(ContextDecorator):
@@ -98,6 +124,8 @@ class UnitOfWork(ContextDecorator):
         block.__enter__()
         if not blocks:
             _units()[self.using] = Unit(commits)
+        else:
+            _units()[self.using].undo.append([])
         blocks.append(block)
         return self
 
@@ -109,10 +137,17 @@ class UnitOfWork(ContextDecorator):
             # unit of work (a savepoint in this one).
             unit = _units()[self.using]
             try:
-                while unit.callbacks or unit.last:
-                    (unit.callbacks or unit.last).pop(0)()
+                while stage := next((stage for stage in unit.stages if stage), None):
+                    stage.pop(0)()
             except BaseException as exc:
                 error = exc
+        elif len(blocks) > 1:  # a nested unit: its savepoint rolls back, or it joins the enclosing unit
+            undo = _units()[self.using].undo.pop()
+            if exc_type is not None or transaction.get_rollback(self.using):
+                for callback in reversed(undo):
+                    callback()
+            else:
+                _units()[self.using].undo[-1].extend(undo)
         block = blocks.pop()
         if not blocks:
             del _units()[self.using]

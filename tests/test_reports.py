@@ -778,3 +778,34 @@ def test_a_half_hour_zone_or_a_range_off_the_hour_reads_the_rows(owner):
     assert not rollups.whole_hour_offsets(
         __import__("zoneinfo").ZoneInfo("Asia/Kathmandu"), at("2026-03-02T00:00"), at("2026-03-03T00:00")
     )
+
+
+def test_a_units_writes_add_to_the_rollups_at_its_end_and_forget_a_nested_unit_rolled_back(owner, history):
+    """A unit of work's writes keep their rollup rows until its flush (tickets.reports.rollups.add): a rule's
+    write that cannot apply (a nested unit rolled back) is forgotten with it, a deleted agent's rows moved
+    mid-unit include what the unit's writes kept, and an upsert rolled back with a nested unit is kept again."""
+    from accounts import services as accounts_services
+    from helpdesk.transactions import unit_of_work
+    from tickets.reports import rollups
+    from tickets.reports.models import ReportRollup
+
+    a, b, c = history["tickets"]
+    z = AgentFactory(license=owner.license, roles=[ROLE_NORMAL])
+    rows = ReportRollup.objects.filter(license_id=owner.license.pk)
+    with time_machine.travel(at("2026-03-04T10:00"), tick=False):
+        with unit_of_work():
+            kept = rollups.stored(owner.license.pk)
+            services.ticket_update(ticket=c, status="solved", force=True)
+            with pytest.raises(RuntimeError), unit_of_work():
+                services.ticket_update(ticket=b, silo="spam")
+                TicketFactory(license=owner.license)
+                raise RuntimeError("the rule cannot apply")
+            TicketFactory(license=owner.license, assignment={"agent": z})
+            assert rollups.stored(owner.license.pk) == kept  # nothing upserted before the end
+            with pytest.raises(RuntimeError), unit_of_work():
+                accounts_services.agent_delete(agent=history["y"])  # flushes what the unit kept, then fails
+                raise RuntimeError("not deleted after all")
+            accounts_services.agent_delete(agent=z)
+        assert_rollups_recount(owner.license.pk)
+    assert rows.filter(dim="a", ident=str(z.pk)).exclude(count=0).count() == 0
+    assert rollups.stored(owner.license.pk) != kept

@@ -8,7 +8,7 @@ from django.test.utils import CaptureQueriesContext
 from accounts import services
 from accounts.models import Team
 from audit.models import AuditEntry
-from helpdesk.transactions import before_commit, in_open_unit, unit_of_work
+from helpdesk.transactions import FLUSH, before_commit, in_open_unit, on_rollback, unit_of_work
 from tests.audit_helpers import entries_written
 from tests.factories import AgentFactory, TeamFactory
 
@@ -73,6 +73,38 @@ def test_a_last_callback_runs_after_every_other_one_even_those_registered_after_
         before_commit(lambda: before_commit(lambda: ran.append("third")) or ran.append("second"))
         before_commit(lambda: ran.append("first"))
     assert ran == ["second", "first", "third", "last"]
+
+
+def test_flushes_run_after_every_consequence_and_before_the_last(license):
+    ran = []
+    with unit_of_work():
+        before_commit(lambda: ran.append("last"), last=True)
+        before_commit(lambda: before_commit(lambda: ran.append("flush 2"), stage=FLUSH) or ran.append("flush 1"),
+                      stage=FLUSH)  # fmt: skip
+        before_commit(
+            lambda: before_commit(lambda: ran.append("consequence 2")) or ran.append("consequence 1")
+        )
+    assert ran == ["consequence 1", "consequence 2", "flush 1", "flush 2", "last"]
+
+
+def test_on_rollback_runs_when_its_nested_unit_or_one_around_it_rolls_back(license):
+    ran = []
+    with unit_of_work():
+        on_rollback(lambda: ran.append("outermost"))  # its unit's state goes whole: never run
+        with unit_of_work():
+            on_rollback(lambda: ran.append("kept"))  # committed to its savepoint: joins the outermost
+        with pytest.raises(RuntimeError), unit_of_work():
+            on_rollback(lambda: ran.append("second"))
+            with unit_of_work():
+                on_rollback(lambda: ran.append("first"))  # released, then rolled back with the unit around it
+            raise RuntimeError("rolled back")
+        with unit_of_work():
+            on_rollback(lambda: ran.append("marked"))
+            transaction.set_rollback(True)
+        assert ran == ["first", "second", "marked"]
+    assert ran == ["first", "second", "marked"]
+    with pytest.raises(transaction.TransactionManagementError):
+        on_rollback(lambda: None)
 
 
 def test_the_search_totals_lock_last_after_the_audit_whatever_registered_first(license):

@@ -5,8 +5,11 @@ million rows.
 Writing. A ticket contributes to the rollups through `contribution(state)`: its creation hour (`new`, `source`,
 `status.<status>`), its rating hour (`rating`), its first response (`response`) and, apart, each resolution
 (`resolution`); nothing while it is in spam or trash. A write's receiver (tickets.reports.wiring) takes the
-contribution before (from the copies on TicketMetrics) and after (from the ticket), and `apply` adds the
-difference in one upsert, in the write's transaction. The purge subtracts what it deletes (`forget`); a deleted
+contribution before (from the copies on TicketMetrics) and after (from the ticket), and `add` keeps the
+difference until the unit of work's flush stage (helpdesk.transactions.FLUSH), which adds what all its writes
+kept in one upsert per license (`apply`), in the write's transaction, after the rules have written: the rows are
+locked from there to the commit, and by every write in one place of the lock order (docs/architecture.md). The
+purge subtracts what it deletes (`forget`); a deleted
 agent's or team's current-assignee rows move to "none" (`unassign`), as the tickets' SET_NULL does.
 
 Reading (`run`): a report without ticket filters (or with `agentIDs[]` alone where the metric's agent rows are
@@ -31,6 +34,7 @@ from django.db import connection, transaction
 from django.db.models import F, Q, Sum
 from django.db.models.functions import ExtractHour, Trunc
 
+from helpdesk.transactions import FLUSH, before_commit, current_unit, on_rollback
 from tickets.reports.models import ReportRollup, TicketMetrics, TicketResolution
 from tickets.reports.registry import (
     AGENTS,
@@ -222,6 +226,81 @@ def difference(before: dict, after: dict) -> dict:
     return changed
 
 
+class _Pending:
+    """What the unit of work's writes add to the rollups until its flush: (license ID, delta) in write order."""
+
+    def __init__(self) -> None:
+        self.entries: list[tuple[int, dict]] = []
+        self.registered = False  # its flush is registered with the unit (run at most once per registration)
+
+    def forget(self, entry) -> None:
+        for i, each in enumerate(self.entries):
+            if each is entry:
+                del self.entries[i]
+                return
+
+
+_PENDING = "tickets.reports.rollups"
+
+
+def add(license_id: int, delta: dict) -> None:
+    """Add `delta` to the license's rollups at the flush of the open unit of work (at once outside one).
+
+    Locking the rows when the write is done with everything else it locks makes one lock order for all writes:
+    applied where each write computed its delta, a new ticket by mail held the license's "new" rows while a rule
+    then waited for a team's row that a create in that team held, waiting for the same rows (a deadlock).
+    A write in a nested unit that rolls back is forgotten with it (helpdesk.transactions.on_rollback)."""
+    delta = {key: v for key, v in delta.items() if v[0] or v[1]}
+    if not delta:
+        return
+    unit = current_unit()
+    if unit is None:
+        apply(license_id, delta)
+        return
+    pending = unit.state.get(_PENDING)
+    if pending is None:
+        pending = unit.state[_PENDING] = _Pending()
+    if not pending.registered:
+        pending.registered = True
+        before_commit(_flushed_at_commit, stage=FLUSH)
+    entry = (license_id, delta)
+    pending.entries.append(entry)
+    on_rollback(lambda: pending.forget(entry))
+
+
+def _flushed_at_commit() -> None:
+    current_unit().state[_PENDING].registered = False
+    flush()
+
+
+def flush() -> None:
+    """Apply what the open unit of work's writes added so far: its flush stage, and a reader of the rollup rows
+    within the unit (`unassign`), which must see them. If a nested unit around the flush rolls back, the
+    upsert rolls back with it and the entries are pending again (those written inside it forget themselves)."""
+    unit = current_unit()
+    pending = unit.state.get(_PENDING) if unit is not None else None
+    if pending is None or not pending.entries:
+        return
+    applied, pending.entries = pending.entries, []
+    if len(applied) == 1:  # one write's (a request's, a mail's without a rule that writes)
+        apply(*applied[0])
+    else:
+        merged: dict[int, dict] = {}
+        for license_id, delta in applied:
+            rows = merged.setdefault(license_id, {})
+            for key, (count, seconds) in delta.items():
+                row = rows.setdefault(key, [0, 0])
+                row[0] += count
+                row[1] += seconds
+        for license_id in sorted(merged):  # licenses in order, as each one's rows
+            apply(license_id, {key: v for key, v in merged[license_id].items() if v[0] or v[1]})
+
+    def restore():
+        pending.entries[:0] = applied
+
+    on_rollback(restore)
+
+
 def apply(license_id: int, delta: dict) -> None:
     """Add `delta` to the license's rollups: one INSERT ... ON CONFLICT DO UPDATE (rows in key order, so two
     writes of one license lock them in the same order)."""
@@ -285,7 +364,7 @@ def forget(license_id: int, ticket_ids) -> None:
         license_id=license_id, ticket_id__in=ticket_ids, silo__in=REPORTED_SILOS
     )
     resolution_contribution(_resolved(reported), -1, delta)
-    apply(license_id, {k: v for k, v in delta.items() if v[0] or v[1]})
+    add(license_id, delta)
 
 
 # What a resolution's rows read (its ticket's current assignee and teams through the ticket's metrics row).
@@ -317,6 +396,7 @@ def unassign(license_id: int, dim: str, ident) -> None:
     the rows of the metrics that read the current assignee (and an agent's "c" rows), and the copies on the
     metrics rows; a team's links go too (`_unlink_team`)."""
     ident = _ident(ident)
+    flush()  # the rows it moves include what the unit's writes added so far
     rows = ReportRollup.objects.filter(license_id=license_id, dim=dim, ident=ident)
     current = rows.filter(metric__startswith="status.") | rows.filter(metric__in=_CURRENT)
     delta: dict = {}
@@ -326,7 +406,7 @@ def unassign(license_id: int, dim: str, ident) -> None:
               _CURRENT_AGENT, "", delta)  # fmt: skip
     else:
         _unlink_team(license_id, ident, delta)
-    apply(license_id, {k: v for k, v in delta.items() if v[0] or v[1]})
+    add(license_id, delta)
     field = "assignee_id" if dim == _AGENT else "assigned_team_id"
     TicketMetrics.objects.filter(license_id=license_id, **{field: ident}).update(**{field: None})
 

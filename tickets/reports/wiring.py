@@ -143,7 +143,7 @@ def on_events_recorded(sender, *, ticket, events, created=False, **kwargs) -> No
         )
         if reported:
             rollups.resolution_contribution(rows, 1, delta, now=now_after)
-    rollups.apply(ticket.license_id, {key: v for key, v in delta.items() if v[0] or v[1]})
+    rollups.add(ticket.license_id, delta)
 
 
 def _teams(metrics, ticket, events, *, fresh: bool) -> str:
