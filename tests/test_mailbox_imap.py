@@ -325,3 +325,57 @@ def test_beat_polls_through_the_tasks(license, dovecot, account, trusted, eager_
     # then the mail is a ticket
     assert Ticket.objects.filter(license=license).count() == 1
     assert _state(mailbox).last_fetched_at is not None
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_polled_mail_is_stored_again_refused_when_another_took_the_last_acknowledgement_meanwhile(
+    license, dovecot, account, trusted, settings, monkeypatch
+):
+    # given one acknowledgement per sender and hour, and a mail from the client in the mailbox
+    import threading
+
+    from django.db import connection
+
+    from templates_app.inbound import services as inbound_services
+
+    settings.INBOUND_AUTO_REPLIES_PER_HOUR = 1
+    mailbox = _mailbox(license, account, port=dovecot.port)
+    dovecot.deliver(account[0], simple(sender="warm-up@other.example", subject="Warm-up"))
+    assert imap.mailbox_poll(mailbox_id=mailbox.pk).stored == 1  # the license's first mail also locks it
+    dovecot.deliver(account[0], _mail(1))
+    # and, while the poll writes it, another worker commits another mail of the client, acknowledged (its row
+    # alone: a whole mail would wait for the poll's ticket number, taken inside the poll's transaction)
+    handle, calls = inbound_services._handle, []
+
+    def another_mail_meanwhile(*args, **kwargs):
+        handle(*args, **kwargs)
+        calls.append(1)
+        if len(calls) == 1:
+
+            def commit():
+                try:
+                    InboundMessage.objects.create(
+                        license=license, message_id="<meanwhile@client.example>", kind="ticket",
+                        sender="client@example.com", subject="Meanwhile", auto_reply_allowed=True,
+                    )  # fmt: skip
+                finally:
+                    connection.close()
+
+            other = threading.Thread(target=commit)
+            other.start()
+            other.join(10)
+
+    monkeypatch.setattr(inbound_services, "_handle", another_mail_meanwhile)
+    # when the poll commits: its acknowledgement, confirmed, is one too many
+    assert imap.mailbox_poll(mailbox_id=mailbox.pk).stored == 1
+    # then the polled mail was stored again (its UID counted once), refused, without an acknowledgement
+    assert len(calls) == 2
+    received = dict(
+        InboundMessage.objects.filter(license=license).values_list("subject", "auto_reply_allowed")
+    )
+    assert received == {"Warm-up": True, "Meanwhile": True, "Question 1": False}
+    assert Ticket.objects.filter(license=license).count() == 2
+    acknowledged = OutboundMessage.objects.filter(license=license, kind=OutboundMessage.KIND_ACKNOWLEDGEMENT)
+    assert list(acknowledged.values_list("ticket__subject", flat=True)) == ["Warm-up"]
+    assert imap.mailbox_poll(mailbox_id=mailbox.pk).stored == 0

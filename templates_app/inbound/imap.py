@@ -39,6 +39,7 @@ from helpdesk.queue import enqueue_now
 from helpdesk.transactions import unit_of_work
 from templates_app import mail
 from templates_app.inbound import services as inbound
+from templates_app.inbound import storm
 from templates_app.models import Mailbox, MailboxState
 from templates_app.models_mailbox import SECURITY_SSL
 
@@ -181,7 +182,18 @@ def _message(client: imaplib.IMAP4, uid: int) -> bytes | None:
 
 
 def _advance(mailbox: Mailbox, validity: int, uid: int, raw: bytes | None) -> bool:
-    """Store the message (if any) and count its UID, in one transaction; False if another poll counted it."""
+    """Store the message (if any) and count its UID, in one transaction; False if another poll counted it.
+
+    Stored again when the mail's acknowledgement, allowed, is no longer once confirmed at the commit (another
+    mail's reached a storm limit meanwhile: templates_app/inbound/storm.py); the mail's own unit, nested in this
+    one, cannot: its confirmation runs at this one's commit."""
+    for _ in range(storm.ATTEMPTS - 1):
+        with contextlib.suppress(storm.DecisionChanged):
+            return _store_and_count(mailbox, validity, uid, raw)
+    return _store_and_count(mailbox, validity, uid, raw)
+
+
+def _store_and_count(mailbox: Mailbox, validity: int, uid: int, raw: bytes | None) -> bool:
     with unit_of_work():
         state = MailboxState.objects.select_for_update().get(pk=mailbox.pk)
         if state.uid_validity != validity or uid <= state.last_uid:

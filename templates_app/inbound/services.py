@@ -236,6 +236,7 @@ def _new_ticket(
     note: str,
     custom_fields,
     automatic: str,
+    number: int | None,
 ) -> Ticket:
     people, dropped = _people(target, mail, requester)
     if dropped:
@@ -253,6 +254,7 @@ def _new_ticket(
         transaction_id=txn_id,
         custom_fields=custom_fields,
         sender_checked=True,  # the blocked list was read above (From and the requester)
+        number=number,
     )
     if spam:
         ticket = ticket_services.ticket_update(ticket=ticket, silo="spam")
@@ -282,9 +284,22 @@ def _reply(ticket: Ticket, mail, txn_id, note: str, *, reopen: bool = True, auto
     )
 
 
+def _opens_a_ticket(target: Target, mail: parse.ParsedMail, who: _Who, found: Lookups, entrance) -> bool:
+    """Whether `_handle` will certainly open a new ticket for the mail, known without reading anything: not a
+    bounce nor our own mail, a sender, and nothing to thread it by (find_ticket would read nothing). A hint only,
+    for taking the ticket's number before the unit of work (tickets.services.ticket_number_reserve): wrong, it
+    leaves a number unused (a gap) or the number taken inside the unit, as before."""
+    if mail.bounce is not None or who.requester is None or found.ours or is_our_message_id(mail.message_id):
+        return False
+    if parse_inbound_address(mail.sender.email[:254] if mail.sender else "") is not None:
+        return False
+    threads_by = mail.thread_ids or mail.subject_tag or any(a.short_id for a in target.inbound)
+    return not (entrance.threads and threads_by)
+
+
 def _handle(
     inbound: InboundMessage, target: Target, mail: parse.ParsedMail, raw: bytes, envelope_sender, entrance,
-    who: _Who, found: Lookups,
+    who: _Who, found: Lookups, number: int | None,
 ) -> None:  # fmt: skip
     license, sender = target.license, inbound.sender
     if mail.bounce is not None:
@@ -331,7 +346,7 @@ def _handle(
     else:
         ticket = _new_ticket(
             inbound, target, mail, requester, spam=spam, team=team, txn_id=txn_id, note=note,
-            custom_fields=entrance.custom_fields, automatic=automatic,
+            custom_fields=entrance.custom_fields, automatic=automatic, number=number,
         )  # fmt: skip
         inbound.kind = InboundMessage.KIND_TICKET
         reason = storm.auto_reply_refusal(
@@ -341,6 +356,7 @@ def _handle(
             sender=sender,
             now=inbound.created_at,
             blocked=blocked,
+            inbound_id=inbound.pk,
         )
         inbound.auto_reply_allowed = not reason
         inbound.note = inbound.note or reason or ("spam" if spam else "")
@@ -364,7 +380,7 @@ def _store(
     target: Target, raw: bytes, mail: parse.ParsedMail, envelope_sender, entrance: Entrance, who: _Who, found
 ) -> Result:
     sender = mail.sender.email if mail.sender else ""
-    inbound = InboundMessage(
+    fields = dict(
         license=target.license,
         message_id=mail.message_id,
         kind=InboundMessage.KIND_TICKET,
@@ -373,20 +389,35 @@ def _store(
         subject=mail.subject[:500],
         size=len(raw),
     )
-    # the raw file first, before the unit of work: not inside the window where the ticket write holds the
-    # license's ticket-number row (which serializes the license's mail), ~0.4 ms of it per mail; deleted if the
-    # unit fails, so the mail is stored whole (file and rows) or not at all (a process dying before the commit
-    # leaves a file no row names, as it did when the file was written inside the unit)
+    inbound = InboundMessage(**fields)
+    # the raw file first, before the unit of work: not inside the window where the ticket write holds its locks,
+    # ~0.4 ms of it per mail; deleted if the unit fails, so the mail is stored whole (file and rows) or not at
+    # all (a process dying before the commit leaves a file no row names, as it did when the file was written
+    # inside the unit)
     inbound.raw.save(f"{inbound.pk}.eml", ContentFile(raw), save=False)
     try:
-        with unit_of_work():
-            with acting_as(Actor(type=EMAIL_MESSAGE, email=sender, source=entrance.source)):
-                _mark_inbox_used(target.license)  # before any ticket is locked (docs/architecture.md, locks)
-                _handle(inbound, target, mail, raw, envelope_sender, entrance, who, found)
-            inbound.note = inbound.note[:300]
-            # inserted last, complete, in one statement: a concurrent delivery of the same message fails here on
-            # the unique index (IntegrityError: everything it wrote is rolled back) and is answered as a duplicate
-            _inbound_insert.save([inbound], lambda objs: objs[0].save(force_insert=True))
+        # a new ticket's number taken before the unit: not held to its commit (ticket_number_reserve)
+        opens = _opens_a_ticket(target, mail, who, found, entrance)
+        number = ticket_services.ticket_number_reserve(target.license) if opens else None
+        for attempt in range(1, storm.ATTEMPTS + 1):
+            try:
+                with unit_of_work():
+                    with acting_as(Actor(type=EMAIL_MESSAGE, email=sender, source=entrance.source)):
+                        _mark_inbox_used(target.license)  # before any ticket is locked (docs/architecture.md)
+                        _handle(inbound, target, mail, raw, envelope_sender, entrance, who, found, number)
+                    inbound.note = inbound.note[:300]
+                    # inserted last, complete, in one statement: a concurrent delivery of the same message fails
+                    # here on the unique index (IntegrityError: everything it wrote is rolled back) and is
+                    # answered as a duplicate
+                    _inbound_insert.save([inbound], lambda objs: objs[0].save(force_insert=True))
+                break
+            except storm.DecisionChanged:
+                # a limit was reached by another mail's acknowledgement while this one was written: stored again,
+                # from the row as it was (the same ID, time, file and number; templates_app/inbound/storm.py)
+                if attempt == storm.ATTEMPTS:
+                    raise
+                kept = {"id": inbound.pk, "created_at": inbound.created_at, "raw": inbound.raw.name}
+                inbound = InboundMessage(**fields, **kept)
     except BaseException:
         inbound.raw.delete(save=False)
         raise

@@ -3,6 +3,16 @@ headers that mark an automatic or bulk message) and the storm limits, per sender
 license, counted in the database over the last hour.
 
 One function, `auto_reply_refusal`, called where the decision is taken; it returns why not, or "".
+
+Exact under concurrency without making a license's new tickets by mail wait for each other's commit (issue 34:
+bench/README.md "seventh round"). The decision counts the acknowledgements committed so far, without a lock,
+and the mail's write goes on with it; an acknowledgement allowed so is confirmed at the very end of the write
+(`before_commit(last=True)`, after every lock the write takes: docs/architecture.md), under the license's
+decision lock (an advisory lock held to the commit), by counting again. Decided one after the other there, the
+second counts the first's acknowledgement; if a limit is now reached, the write rolls back (`DecisionChanged`)
+and the mail is stored again, refused this time (templates_app.inbound.services._store). A refusal needs no
+confirmation: the hour's counts only grow. On SQLite the ticket's insert, before the count, holds the
+database's write lock to the commit: the count is already the serial one.
 """
 
 from __future__ import annotations
@@ -13,10 +23,21 @@ from django.conf import settings
 from django.db import connection
 
 from accounts.models import License
+from helpdesk.transactions import before_commit
 from templates_app.inbound import parse
 from templates_app.models import InboundMessage
 
 BULK_PRECEDENCE = {"bulk", "list", "junk", "auto_reply"}
+# pg_advisory_xact_lock's first key: the space of the per-license acknowledgement decisions (the second key is the
+# license), held from the confirming count to the commit of the mail's row that it counts
+_DECISION_LOCK_SPACE = 0x41434B31
+# how many times a mail is stored again when its acknowledgement's confirmation fails (each failure is another
+# mail's acknowledgement committed meanwhile: at a limit's edge, in a storm, the next attempt is refused)
+ATTEMPTS = 5
+
+
+class DecisionChanged(Exception):
+    """An acknowledgement allowed by the count without lock: a limit was reached meanwhile (`_confirm`)."""
 
 
 def _automatic(mail: parse.ParsedMail, envelope_sender: str | None) -> str:
@@ -39,14 +60,12 @@ def automatic_refusal(*, mail: parse.ParsedMail, envelope_sender: str | None) ->
     return f"no auto-reply: {automatic}" if automatic else ""
 
 
-def _limit_reached(license: License, sender: str, now) -> str:
-    """The first of the hourly limits that the acknowledgements already sent reach, or "".
+def _limit_reached(license: License, sender: str, now, *, other_than=None) -> str:
+    """The first of the hourly limits that the acknowledgements already sent reach, or "" (`other_than`: the
+    mail's own row, inserted by the time it is confirmed).
 
     One statement counts all three over the license's last hour (index license, created_at; at most the
-    license limit of rows are acknowledged ones). Exact under concurrency: it runs after ticket_create, which
-    holds the license's ticket-number row lock until commit, so two new tickets of one license are decided
-    one after the other, each seeing the other's committed row (READ COMMITTED: a fresh snapshot per
-    statement).
+    license limit of rows are acknowledged ones).
 
     Written as SQL: the ORM's aggregate with three filtered counts cost 2.9 M interpreter instructions per mail
     to compile (bench/mail_in.py --instructions, 36.2 M -> 33.3 M). The domain's LIKE pattern and the time are
@@ -58,8 +77,10 @@ def _limit_reached(license: License, sender: str, now) -> str:
             "SELECT COALESCE(SUM(CASE WHEN sender = %s THEN 1 ELSE 0 END), 0),"
             " COALESCE(SUM(CASE WHEN sender LIKE %s ESCAPE '\\' THEN 1 ELSE 0 END), 0), COUNT(*)"
             f" FROM {InboundMessage._meta.db_table}"
-            " WHERE license_id = %s AND auto_reply_allowed AND created_at >= %s",
-            [sender, pattern, license.pk, connection.ops.adapt_datetimefield_value(since)],
+            " WHERE license_id = %s AND auto_reply_allowed AND created_at >= %s"
+            + (" AND id <> %s" if other_than is not None else ""),
+            [sender, pattern, license.pk, connection.ops.adapt_datetimefield_value(since)]
+            + ([other_than] if other_than is not None else []),
         )
         to_sender, to_domain, in_license = cursor.fetchone()
     limits = [
@@ -73,6 +94,17 @@ def _limit_reached(license: License, sender: str, now) -> str:
     return ""
 
 
+def _confirm(license: License, sender: str, now, inbound_id) -> None:
+    """The acknowledgement allowed without lock, counted again under the license's decision lock."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [_DECISION_LOCK_SPACE, license.pk % 2**31])
+    # a statement of its own: its snapshot is taken once the lock is granted (in the lock's statement it would
+    # be taken before the wait, without the commit of the decision before)
+    reached = _limit_reached(license, sender, now, other_than=inbound_id)
+    if reached:
+        raise DecisionChanged(reached)
+
+
 def auto_reply_refusal(
     *,
     license: License,
@@ -81,8 +113,12 @@ def auto_reply_refusal(
     sender: str,
     now,
     blocked: bool = False,
+    inbound_id=None,
 ) -> str:
-    """Why the acknowledgement of this new ticket must not be sent (for the InboundMessage's note), or ""."""
+    """Why the acknowledgement of this new ticket must not be sent (for the InboundMessage's note), or "".
+
+    Called in the mail's unit of work: an acknowledgement allowed is confirmed before its commit, on PostgreSQL
+    (the module's docstring); `inbound_id`: the mail's row, inserted by then."""
     automatic = _automatic(mail, envelope_sender)
     if automatic:
         return f"no auto-reply: {automatic}"
@@ -91,4 +127,8 @@ def auto_reply_refusal(
     if blocked:
         return "no auto-reply: blocked sender"
     reached = _limit_reached(license, sender, now)
-    return f"no auto-reply: {reached}" if reached else ""
+    if reached:
+        return f"no auto-reply: {reached}"
+    if connection.vendor == "postgresql":
+        before_commit(lambda: _confirm(license, sender, now, inbound_id), last=True)
+    return ""
