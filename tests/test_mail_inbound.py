@@ -278,7 +278,9 @@ def test_a_new_ticket_by_mail_does_not_wait_for_another_ones_commit(license, mon
     first one's commit otherwise)."""
     from templates_app.inbound import services as inbound_services
 
-    receive(license, simple(subject="Warm-up"))  # #1; the license's first mail also locks it (its inbox's flag)
+    receive(
+        license, simple(subject="Warm-up")
+    )  # #1; the license's first mail also locks it (its inbox's flag)
     pause, results = _Paused(monkeypatch, inbound_services, "_handle"), []
     first = pause.first(license, simple(subject="First"), results)
     try:
@@ -334,7 +336,9 @@ def test_only_a_mail_known_to_open_a_ticket_takes_its_number_before_its_transact
 
     taken = []
     real = ticket_services.ticket_number_reserve
-    monkeypatch.setattr(ticket_services, "ticket_number_reserve", lambda lic: taken.append(lic.pk) or real(lic))
+    monkeypatch.setattr(
+        ticket_services, "ticket_number_reserve", lambda lic: taken.append(lic.pk) or real(lic)
+    )
     receive(license, simple(subject="Hello", headers={"In-Reply-To": "<unknown@client.example>"}))
     assert taken == []
     assert ticket_of(receive(license, simple(subject="Plain"))).number == 2
