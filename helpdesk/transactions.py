@@ -24,22 +24,25 @@ callbacks.
 A unit of work nested in another is a savepoint (`transaction.atomic()` nested); its callbacks run at the
 outermost exit, even when its own savepoint rolled back: a callback reads what it needs from the database
 when it runs (the audit reads each object's state then), it does not trust what was true when it was
-registered. What a write accumulates in memory for a callback cannot be read again: `on_rollback()` registers
-what forgets it when a nested unit of work around the write rolls back to its savepoint (the outermost's
-rollback drops the unit's state whole). A bare `atomic()` block nested in a unit is not seen: nest a unit of
-work where part of a unit may roll back alone. A unit of work opened inside a bare `transaction.atomic()` (a
+registered. What a write does outside the database, or accumulates in memory for a callback, cannot be read
+again: `on_rollback()` registers what undoes it when a unit of work around the write rolls back (a nested one
+to its savepoint, or the whole). A bare `atomic()` block nested in a unit is not seen: nest a unit of work where
+part of a unit may roll back alone. A unit of work opened inside a bare `transaction.atomic()` (a
 test case's block, Django's own block around a deletion) runs its callbacks at its own exit: still inside that
 transaction.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from contextlib import ContextDecorator
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, transaction
+
+logger = logging.getLogger(__name__)
 
 # The stages of the before-commit callbacks, in the order they run (`before_commit(stage=...)`).
 CONSEQUENCES, FLUSH, LAST = 0, 1, 2
@@ -97,10 +100,10 @@ def before_commit(
 
 
 def on_rollback(callback: Callable[[], Any], using: str | None = None) -> None:
-    """Run `callback()` if the innermost nested unit of work open around this call rolls back to its savepoint
-    (a rule that cannot apply, tickets.rules.engine), or one around it does. For what a write keeps in
-    `Unit.state` for a callback (the rollups' pending rows): a rolled-back write's part is forgotten. When the
-    outermost unit rolls back, its state goes whole and nothing runs."""
+    """Run `callback()` after the innermost unit of work open around this call rolls back (to its savepoint, a
+    rule that cannot apply in the rules engine; or whole), or one around it does: what the rolled-back write
+    did outside the database is undone (a file it stored), and what it kept in `Unit.state` for a callback is
+    forgotten (the rollups' pending rows). An error of the callback is logged, never raised."""
     unit = current_unit(using)
     if unit is None:
         raise transaction.TransactionManagementError("on_rollback() outside a unit of work")
@@ -131,30 +134,42 @@ class UnitOfWork(ContextDecorator):
 
     def __exit__(self, exc_type, exc_value, traceback):
         blocks = _blocks(self.using)
+        unit = _units()[self.using]
         error = None
         if len(blocks) == 1 and exc_type is None and not transaction.get_rollback(self.using):
             # Still open while the callbacks run: what they write may register more callbacks, or open a
             # unit of work (a savepoint in this one).
-            unit = _units()[self.using]
             try:
                 while stage := next((stage for stage in unit.stages if stage), None):
                     stage.pop(0)()
             except BaseException as exc:
                 error = exc
-        elif len(blocks) > 1:  # a nested unit: its savepoint rolls back, or it joins the enclosing unit
-            undo = _units()[self.using].undo.pop()
-            if exc_type is not None or transaction.get_rollback(self.using):
-                for callback in reversed(undo):
-                    callback()
-            else:
-                _units()[self.using].undo[-1].extend(undo)
+        rolls_back = error is not None or exc_type is not None or transaction.get_rollback(self.using)
+        undo = unit.undo.pop()
         block = blocks.pop()
         if not blocks:
             del _units()[self.using]
-        if error is not None:
-            block.__exit__(type(error), error, error.__traceback__)  # rolls back
-            raise error
-        return block.__exit__(exc_type, exc_value, traceback)
+        try:
+            if error is not None:
+                block.__exit__(type(error), error, error.__traceback__)  # rolls back
+                raise error
+            result = block.__exit__(exc_type, exc_value, traceback)
+        except BaseException:  # rolled back (a failed commit too)
+            _undo(undo)
+            raise
+        if rolls_back:
+            _undo(undo)
+        elif blocks:  # a nested unit released: its part rolls back with the enclosing unit
+            unit.undo[-1].extend(undo)
+        return result
+
+
+def _undo(callbacks: list[Callable[[], Any]]) -> None:
+    for callback in reversed(callbacks):
+        try:
+            callback()
+        except Exception:  # never hides why the unit rolled back
+            logger.exception("an on_rollback() callback failed")
 
 
 def unit_of_work(using=None, savepoint: bool = True, durable: bool = False):

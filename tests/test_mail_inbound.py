@@ -190,6 +190,25 @@ def test_a_message_too_large_is_refused_with_its_size(license, settings):
     assert not InboundMessage.objects.exists()
 
 
+def test_a_mail_that_fails_leaves_no_file_behind(license, tmp_path, monkeypatch):
+    """Stored whole or not at all, files included: the raw message and the attachments written by a mail whose
+    transaction rolls back are deleted with it (helpdesk.transactions.on_rollback)."""
+    from templates_app import ticket_mail
+
+    def fails(**kwargs):
+        raise RuntimeError("the acknowledgement cannot be queued")
+
+    monkeypatch.setattr(ticket_mail, "acknowledgement_queue", fails)
+    with pytest.raises(RuntimeError):
+        receive(license, load("base64.eml"))
+    assert not [path for path in tmp_path.rglob("*") if path.is_file()]
+    assert not InboundMessage.objects.filter(license=license).exists()
+    monkeypatch.undo()
+    ticket = ticket_of(receive(license, load("base64.eml")))
+    assert Attachment.objects.filter(transaction=messages(ticket)[0].transaction).count() == 1
+    assert len([path for path in tmp_path.rglob("*") if path.is_file()]) == 2  # the raw message, the PDF
+
+
 def test_a_huge_attachment_under_the_limit_is_stored_whole(license):
     from email.message import EmailMessage
 

@@ -783,7 +783,7 @@ def test_a_half_hour_zone_or_a_range_off_the_hour_reads_the_rows(owner):
 def test_a_units_writes_add_to_the_rollups_at_its_end_and_forget_a_nested_unit_rolled_back(owner, history):
     """A unit of work's writes keep their rollup rows until its flush (tickets.reports.rollups.add): a rule's
     write that cannot apply (a nested unit rolled back) is forgotten with it, a deleted agent's rows moved
-    mid-unit include what the unit's writes kept, and an upsert rolled back with a nested unit is kept again."""
+    mid-unit include what the unit's writes kept, and a deletion rolled back with its nested unit moves nothing."""
     from accounts import services as accounts_services
     from helpdesk.transactions import unit_of_work
     from tickets.reports import rollups
@@ -803,7 +803,7 @@ def test_a_units_writes_add_to_the_rollups_at_its_end_and_forget_a_nested_unit_r
             TicketFactory(license=owner.license, assignment={"agent": z})
             assert rollups.stored(owner.license.pk) == kept  # nothing upserted before the end
             with pytest.raises(RuntimeError), unit_of_work():
-                accounts_services.agent_delete(agent=history["y"])  # flushes what the unit kept, then fails
+                accounts_services.agent_delete(agent=history["y"])
                 raise RuntimeError("not deleted after all")
             accounts_services.agent_delete(agent=z)
         assert_rollups_recount(owner.license.pk)

@@ -363,9 +363,11 @@ def test_an_empty_team_list_falls_back_to_the_default_team(owner):
 # later: the solve's rating mail, the reply's metrics); the license's active webhooks come from the process's copy
 # (-1 for every change that records an event; warm here, the factory's ticket creation read them); the reply's
 # mail reads the license's own addresses from the process's copy too (-1); the solve's rating request is rendered
-# by the worker (its team, the team's template and the logo no longer read here: -3).
-UPDATE_STATEMENTS = {"fields": 6, "solve": 15, "reply": 14, "relations": 13, "assignment": 10, "silo": 10,
-                     "teams": 13}  # fmt: skip
+# by the worker (its team, the team's template and the logo no longer read here: -3). Issue 34, seventh round:
+# the rollups' upsert runs at the end of the unit of work (its flush stage, after the rules: one lock order for
+# every write), which is left out here (solve, reply, assignment, silo, teams -1).
+UPDATE_STATEMENTS = {"fields": 6, "solve": 14, "reply": 13, "relations": 13, "assignment": 9, "silo": 9,
+                     "teams": 12}  # fmt: skip
 
 
 @pytest.mark.parametrize("change", list(UPDATE_STATEMENTS))

@@ -90,7 +90,7 @@ def test_flushes_run_after_every_consequence_and_before_the_last(license):
 def test_on_rollback_runs_when_its_nested_unit_or_one_around_it_rolls_back(license):
     ran = []
     with unit_of_work():
-        on_rollback(lambda: ran.append("outermost"))  # its unit's state goes whole: never run
+        on_rollback(lambda: ran.append("outermost"))  # its unit commits: never run
         with unit_of_work():
             on_rollback(lambda: ran.append("kept"))  # committed to its savepoint: joins the outermost
         with pytest.raises(RuntimeError), unit_of_work():
@@ -103,6 +103,15 @@ def test_on_rollback_runs_when_its_nested_unit_or_one_around_it_rolls_back(licen
             transaction.set_rollback(True)
         assert ran == ["first", "second", "marked"]
     assert ran == ["first", "second", "marked"]
+    # and the outermost unit rolled back runs its own and those of the units it holds, a failing one logged
+    ran.clear()
+    with pytest.raises(RuntimeError), unit_of_work():
+        on_rollback(lambda: ran.append("outer"))
+        on_rollback(lambda: 1 / 0)
+        with unit_of_work():
+            on_rollback(lambda: ran.append("inner"))
+        raise RuntimeError("rolled back")
+    assert ran == ["inner", "outer"]
     with pytest.raises(transaction.TransactionManagementError):
         on_rollback(lambda: None)
 

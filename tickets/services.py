@@ -28,7 +28,7 @@ from helpdesk.compiled import Compiled, Insert, Update
 from helpdesk.context import current_actor
 from helpdesk.errors import Conflict, TooLarge, field_error
 from helpdesk.timestamps import iso
-from helpdesk.transactions import unit_of_work
+from helpdesk.transactions import on_rollback, unit_of_work
 from helpdesk.versioned import read_together
 from tickets import autoassign, collisions, search, sender_lists, totals
 from tickets.custom_fields import values as custom_field_values
@@ -827,6 +827,8 @@ def attachments_add(*, txn: AttachmentTransaction, files) -> list[Attachment]:
             token=secrets.token_urlsafe(24),
         )
         attachment.file.save(upload.name, upload, save=False)
+        # the file goes if its row does: a failed write (a duplicate mail, a mail stored again) leaves none
+        on_rollback(lambda file=attachment.file: file.delete(save=False))
         attachment.save()
         stored.append(attachment)
     return stored

@@ -33,7 +33,7 @@ from accounts.models import Attachment, License, Team
 from helpdesk.compiled import Insert
 from helpdesk.context import EMAIL_MESSAGE, Actor, acting_as
 from helpdesk.errors import TooLarge
-from helpdesk.transactions import in_open_unit, unit_of_work
+from helpdesk.transactions import in_open_unit, on_rollback, unit_of_work
 from helpdesk.versioned import read_together
 from templates_app import senders, ticket_mail
 from templates_app.addresses import parse_inbound_address
@@ -130,7 +130,8 @@ def _mark_inbox_used(license: License) -> None:
     if not (locked.flags or {}).get("defaultInboxUsed"):
         locked.flags = {**(locked.flags or {}), "defaultInboxUsed": True}
         locked.save(update_fields=["flags"])
-    license.flags = locked.flags
+    previous, license.flags = license.flags, locked.flags
+    on_rollback(lambda: setattr(license, "flags", previous))  # the process's copy: as the database has it
 
 
 def _files_note(names: list[str], why: str) -> str:
@@ -390,18 +391,19 @@ def _store(
         size=len(raw),
     )
     inbound = InboundMessage(**fields)
-    # the raw file first, before the unit of work: not inside the window where the ticket write holds its locks,
-    # ~0.4 ms of it per mail; deleted if the unit fails, so the mail is stored whole (file and rows) or not at
-    # all (a process dying before the commit leaves a file no row names, as it did when the file was written
-    # inside the unit)
-    inbound.raw.save(f"{inbound.pk}.eml", ContentFile(raw), save=False)
     try:
         # a new ticket's number taken before the unit: not held to its commit (ticket_number_reserve)
         opens = _opens_a_ticket(target, mail, who, found, entrance)
         number = ticket_services.ticket_number_reserve(target.license) if opens else None
         for attempt in range(1, storm.ATTEMPTS + 1):
+            # the raw file first, before the unit of work: not inside the window where the ticket write holds
+            # its locks, ~0.4 ms of it per mail; deleted if the unit rolls back (an outer one too: IMAP's), so
+            # the mail is stored whole (file and rows) or not at all (a process dying before the commit leaves
+            # a file no row names, as it did when the file was written inside the unit)
+            inbound.raw.save(f"{inbound.pk}.eml", ContentFile(raw), save=False)
             try:
                 with unit_of_work():
+                    on_rollback(lambda row=inbound: row.raw.delete(save=False))
                     with acting_as(Actor(type=EMAIL_MESSAGE, email=sender, source=entrance.source)):
                         _mark_inbox_used(target.license)  # before any ticket is locked (docs/architecture.md)
                         _handle(inbound, target, mail, raw, envelope_sender, entrance, who, found, number)
@@ -413,11 +415,10 @@ def _store(
                 break
             except storm.DecisionChanged:
                 # a limit was reached by another mail's acknowledgement while this one was written: stored again,
-                # from the row as it was (the same ID, time, file and number; templates_app/inbound/storm.py)
+                # from the row as it was (the same ID, time and number; templates_app/inbound/storm.py)
                 if attempt == storm.ATTEMPTS:
                     raise
-                kept = {"id": inbound.pk, "created_at": inbound.created_at, "raw": inbound.raw.name}
-                inbound = InboundMessage(**fields, **kept)
+                inbound = InboundMessage(**fields, id=inbound.pk, created_at=inbound.created_at)
     except BaseException:
         inbound.raw.delete(save=False)
         raise

@@ -28,6 +28,7 @@ import datetime
 import hashlib
 import json
 import uuid
+from typing import NamedTuple
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -262,43 +263,67 @@ def add(license_id: int, delta: dict) -> None:
         pending = unit.state[_PENDING] = _Pending()
     if not pending.registered:
         pending.registered = True
-        before_commit(_flushed_at_commit, stage=FLUSH)
+        before_commit(_flush, stage=FLUSH)
     entry = (license_id, delta)
     pending.entries.append(entry)
     on_rollback(lambda: pending.forget(entry))
 
 
-def _flushed_at_commit() -> None:
-    current_unit().state[_PENDING].registered = False
-    flush()
+def _merged(entries) -> dict[int, dict]:
+    """{license ID: delta}: the entries' deltas added up, in write order."""
+    merged: dict[int, dict] = {}
+    for license_id, delta in entries:
+        rows = merged.setdefault(license_id, {})
+        for key, (count, seconds) in delta.items():
+            row = rows.setdefault(key, [0, 0])
+            row[0] += count
+            row[1] += seconds
+    return merged
 
 
-def flush() -> None:
-    """Apply what the open unit of work's writes added so far: its flush stage, and a reader of the rollup rows
-    within the unit (`unassign`), which must see them. If a nested unit around the flush rolls back, the
-    upsert rolls back with it and the entries are pending again (those written inside it forget themselves)."""
-    unit = current_unit()
-    pending = unit.state.get(_PENDING) if unit is not None else None
-    if pending is None or not pending.entries:
-        return
-    applied, pending.entries = pending.entries, []
+def _flush() -> None:
+    """The unit of work's flush stage: what its writes added, one upsert per license (licenses in order)."""
+    pending = current_unit().state[_PENDING]
+    applied, pending.entries, pending.registered = pending.entries, [], False
     if len(applied) == 1:  # one write's (a request's, a mail's without a rule that writes)
         apply(*applied[0])
-    else:
-        merged: dict[int, dict] = {}
-        for license_id, delta in applied:
-            rows = merged.setdefault(license_id, {})
-            for key, (count, seconds) in delta.items():
-                row = rows.setdefault(key, [0, 0])
+        return
+    merged = _merged(applied)
+    for license_id in sorted(merged):
+        apply(license_id, {key: v for key, v in merged[license_id].items() if v[0] or v[1]})
+
+
+class _Row(NamedTuple):
+    metric: str
+    dim: str
+    grain: str
+    hour: datetime.datetime
+    ident: str
+    key: str
+    count: int
+    seconds: float
+
+
+def _rows(license_id: int, match, *conditions, **filters) -> list[_Row]:
+    """The license's rows of `filters` as the commit will leave them: as stored, plus what the open unit of
+    work's writes keep for its flush (`match(metric, dim, grain, hour, ident, key)`: the same filter).
+
+    For `unassign`, which moves rows of a deletion's agent or team: its unit's writes (the tickets the agent
+    leaves, given back to their teams) are not applied yet, and applying them there would lock the rows before
+    the rest of the deletion's locks (its rules', the audit's), out of the order every other write takes."""
+    rows = {
+        (r.metric, r.dim, r.grain, r.hour, r.ident, r.key): [r.count, r.seconds]
+        for r in ReportRollup.objects.filter(*conditions, license_id=license_id, **filters)
+    }
+    unit = current_unit()
+    pending = unit.state.get(_PENDING) if unit is not None else None
+    if pending is not None:
+        for key, (count, seconds) in _merged(pending.entries).get(license_id, {}).items():
+            if match(*key):
+                row = rows.setdefault(key, [0, 0.0])
                 row[0] += count
                 row[1] += seconds
-        for license_id in sorted(merged):  # licenses in order, as each one's rows
-            apply(license_id, {key: v for key, v in merged[license_id].items() if v[0] or v[1]})
-
-    def restore():
-        pending.entries[:0] = applied
-
-    on_rollback(restore)
+    return [_Row(*key, *values) for key, values in rows.items()]
 
 
 def apply(license_id: int, delta: dict) -> None:
@@ -396,14 +421,20 @@ def unassign(license_id: int, dim: str, ident) -> None:
     the rows of the metrics that read the current assignee (and an agent's "c" rows), and the copies on the
     metrics rows; a team's links go too (`_unlink_team`)."""
     ident = _ident(ident)
-    flush()  # the rows it moves include what the unit's writes added so far
-    rows = ReportRollup.objects.filter(license_id=license_id, dim=dim, ident=ident)
-    current = rows.filter(metric__startswith="status.") | rows.filter(metric__in=_CURRENT)
+    current = _rows(
+        license_id,
+        lambda metric, d, grain, hour, i, key: (
+            d == dim and i == ident and (metric.startswith("status.") or metric in _CURRENT)
+        ),
+        Q(metric__startswith="status.") | Q(metric__in=_CURRENT),
+        dim=dim,
+        ident=ident,
+    )
     delta: dict = {}
     _move(current, dim, "", delta)
     if dim == _AGENT:
-        _move(ReportRollup.objects.filter(license_id=license_id, dim=_CURRENT_AGENT, ident=ident),
-              _CURRENT_AGENT, "", delta)  # fmt: skip
+        is_current = lambda metric, d, grain, hour, i, key: d == _CURRENT_AGENT and i == ident  # noqa: E731
+        _move(_rows(license_id, is_current, dim=_CURRENT_AGENT, ident=ident), _CURRENT_AGENT, "", delta)
     else:
         _unlink_team(license_id, ident, delta)
     add(license_id, delta)
@@ -414,19 +445,25 @@ def unassign(license_id: int, dim: str, ident) -> None:
 def _unlink_team(license_id: int, team: str, delta: dict) -> None:
     """A deleted team's links go with it (CASCADE): every set of teams holding it becomes the set without it,
     its rows and its members' rows the other set's, and the metrics rows' copies of the links lose it."""
-    members = ReportRollup.objects.filter(license_id=license_id, metric=TEAMS_METRIC, dim=_MEMBER)
-    keys = set(members.filter(ident=team).values_list("key", flat=True))
+    members = _rows(
+        license_id,
+        lambda metric, d, *rest: metric == TEAMS_METRIC and d == _MEMBER,
+        metric=TEAMS_METRIC,
+        dim=_MEMBER,
+    )
+    keys = {row.key for row in members if row.ident == team}
     sets: dict = {}
-    for row in members.filter(key__in=keys):
-        sets.setdefault(row.key, []).append(row)
+    for row in members:
+        if row.key in keys:
+            sets.setdefault(row.key, []).append(row)
     for key, rows in sets.items():
         smaller = tuple(sorted(row.ident for row in rows if row.ident != team))
         count = next(row.count for row in rows if row.ident == team)  # every member's: the set's tickets
         for member, change in [(row.ident, -row.count) for row in rows] + [(m, count) for m in smaller]:
             member_key = key if change < 0 else team_set_key(smaller)
             delta.setdefault((TEAMS_METRIC, _MEMBER, HOUR, EPOCH, member, member_key), [0, 0.0])[0] += change
-        visible = ReportRollup.objects.filter(license_id=license_id, dim=_VISIBLE, ident=key)
-        _move(visible, _VISIBLE, team_set_key(smaller), delta)
+        of_set = lambda metric, d, grain, hour, i, k, key=key: d == _VISIBLE and i == key  # noqa: E731
+        _move(_rows(license_id, of_set, dim=_VISIBLE, ident=key), _VISIBLE, team_set_key(smaller), delta)
     table, cut = TicketMetrics._meta.db_table, "replace(',' || teams || ',', %s, ',')"
     with connection.cursor() as cursor:  # the sorted list without the team, in every silo
         cursor.execute(
