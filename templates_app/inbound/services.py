@@ -28,6 +28,7 @@ from django.conf import settings
 from django.core.files.base import ContentFile
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import IntegrityError
+from django.utils import timezone
 
 from accounts.models import Attachment, License, Team
 from helpdesk.compiled import Insert
@@ -358,6 +359,7 @@ def _handle(
             now=inbound.created_at,
             blocked=blocked,
             inbound_id=inbound.pk,
+            counted=found.acknowledged,
         )
         inbound.auto_reply_allowed = not reason
         inbound.note = inbound.note or reason or ("spam" if spam else "")
@@ -378,10 +380,12 @@ _inbound_insert = Insert(InboundMessage)
 
 
 def _store(
-    target: Target, raw: bytes, mail: parse.ParsedMail, envelope_sender, entrance: Entrance, who: _Who, found
-) -> Result:
+    target: Target, raw: bytes, mail: parse.ParsedMail, envelope_sender, entrance: Entrance, who: _Who, found,
+    now,
+) -> Result:  # fmt: skip
     sender = mail.sender.email if mail.sender else ""
     fields = dict(
+        created_at=now,
         license=target.license,
         message_id=mail.message_id,
         kind=InboundMessage.KIND_TICKET,
@@ -418,7 +422,8 @@ def _store(
                 # from the row as it was (the same ID, time and number; templates_app/inbound/storm.py)
                 if attempt == storm.ATTEMPTS:
                     raise
-                inbound = InboundMessage(**fields, id=inbound.pk, created_at=inbound.created_at)
+                inbound = InboundMessage(**fields, id=inbound.pk)
+                found = dataclasses.replace(found, acknowledged=None)  # counted again
     except BaseException:
         inbound.raw.delete(save=False)
         raise
@@ -459,18 +464,20 @@ def inbound_message_receive(
         )
         raise UnknownRecipient("No such recipient: no help desk receives mail at this address.")
     who = _who(mail, envelope_sender)
+    now = timezone.now()  # when it was received: its row's time, the end of the hour the storm limits count
     found = lookups(
         target.license,
         message_id=mail.message_id,
         senders=[who.sender, who.requester.email] if who.requester else [who.sender],
         trusted_sender=who.sender,
+        acknowledged=(who.requester.email[:254], now) if who.requester else None,
     )
     existing = None
     if found.duplicate:
         existing = InboundMessage.objects.filter(license=target.license, message_id=mail.message_id).first()
     if existing is None:
         try:
-            return _store(target, raw, mail, envelope_sender, entrance, who, found)
+            return _store(target, raw, mail, envelope_sender, entrance, who, found, now)
         except IntegrityError:
             existing = InboundMessage.objects.filter(
                 license=target.license, message_id=mail.message_id

@@ -6,13 +6,16 @@ One function, `auto_reply_refusal`, called where the decision is taken; it retur
 
 Exact under concurrency without making a license's new tickets by mail wait for each other's commit (issue 34:
 bench/README.md "seventh round"). The decision counts the acknowledgements committed so far, without a lock,
-and the mail's write goes on with it; an acknowledgement allowed so is confirmed at the very end of the write
-(`before_commit(last=True)`, after every lock the write takes: docs/architecture.md), under the license's
-decision lock (an advisory lock held to the commit), by counting again. Decided one after the other there, the
-second counts the first's acknowledgement; if a limit is now reached, the write rolls back (`DecisionChanged`)
-and the mail is stored again, refused this time (templates_app.inbound.services._store). A refusal needs no
-confirmation: the hour's counts only grow. On SQLite the ticket's insert, before the count, holds the
-database's write lock to the commit: the count is already the serial one.
+with the mail's other look-ups (selectors.lookups), and the mail's write goes on with it; an acknowledgement
+allowed so is confirmed at the very end of the write (`before_commit(last=True)`, registered after the ticket
+was created) by counting again. By then the write has raised the license's search generation, which locks its
+row until the commit (tickets/totals: every write of a license's tickets does, last of its locks), so two
+confirmations of a license are made one after the other and the second counts the first's acknowledgement (a
+statement's snapshot is taken when it starts: after the lock was granted). If a limit is now reached, the write
+rolls back (`DecisionChanged`) and the mail is stored again, refused this time
+(templates_app.inbound.services._store). A refusal needs no confirmation: the hour's counts only grow. On
+SQLite the ticket's insert, before any count, holds the database's write lock to the commit: the count is
+already the serial one.
 """
 
 from __future__ import annotations
@@ -28,12 +31,9 @@ from templates_app.inbound import parse
 from templates_app.models import InboundMessage
 
 BULK_PRECEDENCE = {"bulk", "list", "junk", "auto_reply"}
-# pg_advisory_xact_lock's first key: the space of the per-license acknowledgement decisions (the second key is the
-# license), held from the confirming count to the commit of the mail's row that it counts
-_DECISION_LOCK_SPACE = 0x41434B31
-# how many times a mail is stored again when its acknowledgement's confirmation fails (each failure is another
-# mail's acknowledgement committed meanwhile: at a limit's edge, in a storm, the next attempt is refused)
-ATTEMPTS = 5
+# A mail is written at most twice: its second attempt keeps the first one's time (the hour counted ends there),
+# so its count without lock already sees the acknowledgements that failed the confirmation, and refuses.
+ATTEMPTS = 2
 
 
 class DecisionChanged(Exception):
@@ -60,29 +60,39 @@ def automatic_refusal(*, mail: parse.ParsedMail, envelope_sender: str | None) ->
     return f"no auto-reply: {automatic}" if automatic else ""
 
 
-def _limit_reached(license: License, sender: str, now, *, other_than=None) -> str:
-    """The first of the hourly limits that the acknowledgements already sent reach, or "" (`other_than`: the
-    mail's own row, inserted by the time it is confirmed).
+def counting(license_id: int, sender: str, now, *, other_than=None) -> tuple[str, list]:
+    """The statement (SQL, parameters) that counts the acknowledgements of the license's last hour: to the
+    sender, to its domain, in all (`other_than`: leaving out the mail's own row, inserted by the time it is
+    confirmed). templates_app.inbound.selectors.lookups reads it with the mail's other look-ups.
 
     One statement counts all three over the license's last hour (index license, created_at; at most the
-    license limit of rows are acknowledged ones).
-
-    Written as SQL: the ORM's aggregate with three filtered counts cost 2.9 M interpreter instructions per mail
-    to compile (bench/mail_in.py --instructions, 36.2 M -> 33.3 M). The domain's LIKE pattern and the time are
-    prepared by the backend's operations as the ORM's `endswith` and `gte` prepare them."""
+    license limit of rows are acknowledged ones). Written as SQL: the ORM's aggregate with three filtered counts
+    cost 2.9 M interpreter instructions per mail to compile (bench/mail_in.py --instructions, 36.2 M -> 33.3 M).
+    The domain's LIKE pattern and the time are prepared by the backend's operations as the ORM's `endswith` and
+    `gte` prepare them."""
     domain = sender.rpartition("@")[2]
     pattern, since = "%@" + connection.ops.prep_for_like_query(domain), now - timedelta(hours=1)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT COALESCE(SUM(CASE WHEN sender = %s THEN 1 ELSE 0 END), 0),"
-            " COALESCE(SUM(CASE WHEN sender LIKE %s ESCAPE '\\' THEN 1 ELSE 0 END), 0), COUNT(*)"
-            f" FROM {InboundMessage._meta.db_table}"
-            " WHERE license_id = %s AND auto_reply_allowed AND created_at >= %s"
-            + (" AND id <> %s" if other_than is not None else ""),
-            [sender, pattern, license.pk, connection.ops.adapt_datetimefield_value(since)]
-            + ([other_than] if other_than is not None else []),
-        )
-        to_sender, to_domain, in_license = cursor.fetchone()
+    sql = (
+        "SELECT COALESCE(SUM(CASE WHEN sender = %s THEN 1 ELSE 0 END), 0),"
+        " COALESCE(SUM(CASE WHEN sender LIKE %s ESCAPE '\\' THEN 1 ELSE 0 END), 0), COUNT(*)"
+        f" FROM {InboundMessage._meta.db_table}"
+        " WHERE license_id = %s AND auto_reply_allowed AND created_at >= %s"
+    )
+    params = [sender, pattern, license_id, connection.ops.adapt_datetimefield_value(since)]
+    if other_than is not None:
+        sql, params = sql + " AND id <> %s", [*params, other_than]
+    return sql, params
+
+
+def _limit_reached(license: License, sender: str, now, counted=None, *, other_than=None) -> str:
+    """The first of the hourly limits that the acknowledgements already sent reach, or "" (`counted`: the
+    counts when already read, else read here)."""
+    if counted is None:
+        with connection.cursor() as cursor:
+            cursor.execute(*counting(license.pk, sender, now, other_than=other_than))
+            counted = cursor.fetchone()
+    to_sender, to_domain, in_license = counted
+    domain = sender.rpartition("@")[2]
     limits = [
         (settings.INBOUND_AUTO_REPLIES_PER_HOUR, to_sender, f"to {sender}"),
         (settings.INBOUND_AUTO_REPLIES_PER_DOMAIN_PER_HOUR, to_domain, f"to @{domain}"),
@@ -95,11 +105,11 @@ def _limit_reached(license: License, sender: str, now, *, other_than=None) -> st
 
 
 def _confirm(license: License, sender: str, now, inbound_id) -> None:
-    """The acknowledgement allowed without lock, counted again under the license's decision lock."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [_DECISION_LOCK_SPACE, license.pk % 2**31])
-    # a statement of its own: its snapshot is taken once the lock is granted (in the lock's statement it would
-    # be taken before the wait, without the commit of the decision before)
+    """The acknowledgement allowed without lock, counted again under the license's search generation row lock.
+
+    The generation's lock, not one of its own: an advisory lock here cost a statement per new ticket (mail in
+    15.10 -> 14.94 M instructions, bench/README.md "seventh round") for a wait the generation already imposes.
+    tests/test_mail_inbound.py holds a confirmation and checks that the next one waits for its commit."""
     reached = _limit_reached(license, sender, now, other_than=inbound_id)
     if reached:
         raise DecisionChanged(reached)
@@ -114,11 +124,13 @@ def auto_reply_refusal(
     now,
     blocked: bool = False,
     inbound_id=None,
+    counted=None,
 ) -> str:
     """Why the acknowledgement of this new ticket must not be sent (for the InboundMessage's note), or "".
 
     Called in the mail's unit of work: an acknowledgement allowed is confirmed before its commit, on PostgreSQL
-    (the module's docstring); `inbound_id`: the mail's row, inserted by then."""
+    (the module's docstring); `inbound_id`: the mail's row, inserted by then. `counted`: the counts of the
+    acknowledgements (`counting`) read before the unit with the mail's other look-ups, if they were."""
     automatic = _automatic(mail, envelope_sender)
     if automatic:
         return f"no auto-reply: {automatic}"
@@ -126,7 +138,7 @@ def auto_reply_refusal(
         return "no auto-reply: spam"
     if blocked:
         return "no auto-reply: blocked sender"
-    reached = _limit_reached(license, sender, now)
+    reached = _limit_reached(license, sender, now, counted)
     if reached:
         return f"no auto-reply: {reached}"
     if connection.vendor == "postgresql":
