@@ -58,6 +58,13 @@ class InboundMessage(LicenseOwned):
             # the storm limit: auto-replies to one sender in the last hour
             models.Index(fields=["license", "sender", "created_at"], name="inbound_license_sender"),
             models.Index(fields=["license", "created_at"], name="inbound_license_created"),
+            # the storm limits' count: the acknowledged mail of the license's last hour (at most the limits'
+            # rows, not every mail of the hour: templates_app/inbound/storm.py)
+            models.Index(
+                fields=["license", "created_at"],
+                name="inbound_license_acknowledged",
+                condition=models.Q(auto_reply_allowed=True),
+            ),
             # threading reads a ticket's mail, the purge deletes it
             models.Index(fields=["license", "ticket"], name="inbound_license_ticket"),
         ]

@@ -156,8 +156,9 @@ class Lookups:
     ours: bool  # the Message-ID is one we sent (our own mail came back)
     blocked: bool  # a blocked sender among `senders` (or its domain)
     trusted: bool  # `trusted_sender` (or its domain) is trusted
-    # the acknowledgements of the last hour (templates_app.inbound.storm.counting) when asked for
-    acknowledged: tuple[int, int, int] | None = None
+    # the acknowledgements of the last hour (templates_app.inbound.storm.counting) when asked for; a mail written
+    # again after its acknowledgement's confirmation failed carries the limit found reached instead
+    acknowledged: tuple[int, int, int] | str | None = None
 
 
 def lookups(

@@ -286,12 +286,11 @@ def _reply(ticket: Ticket, mail, txn_id, note: str, *, reopen: bool = True, auto
     )
 
 
-def _opens_a_ticket(target: Target, mail: parse.ParsedMail, who: _Who, found: Lookups, entrance) -> bool:
-    """Whether `_handle` will certainly open a new ticket for the mail, known without reading anything: not a
-    bounce nor our own mail, a sender, and nothing to thread it by (find_ticket would read nothing). A hint only,
-    for taking the ticket's number before the unit of work (tickets.services.ticket_number_reserve): wrong, it
-    leaves a number unused (a gap) or the number taken inside the unit, as before."""
-    if mail.bounce is not None or who.requester is None or found.ours or is_our_message_id(mail.message_id):
+def _may_open_a_ticket(target: Target, mail: parse.ParsedMail, who: _Who, entrance) -> bool:
+    """Whether `_handle` will open a new ticket for the mail unless the look-ups say it is our own, known
+    without reading anything: not a bounce nor our own mail by its Message-ID or sender, a sender, and nothing
+    to thread it by (find_ticket would read nothing)."""
+    if mail.bounce is not None or who.requester is None or is_our_message_id(mail.message_id):
         return False
     if parse_inbound_address(mail.sender.email[:254] if mail.sender else "") is not None:
         return False
@@ -381,7 +380,7 @@ _inbound_insert = Insert(InboundMessage)
 
 def _store(
     target: Target, raw: bytes, mail: parse.ParsedMail, envelope_sender, entrance: Entrance, who: _Who, found,
-    now,
+    now, may_open: bool,
 ) -> Result:  # fmt: skip
     sender = mail.sender.email if mail.sender else ""
     fields = dict(
@@ -396,8 +395,10 @@ def _store(
     )
     inbound = InboundMessage(**fields)
     try:
-        # a new ticket's number taken before the unit: not held to its commit (ticket_number_reserve)
-        opens = _opens_a_ticket(target, mail, who, found, entrance)
+        # a new ticket's number taken before the unit, not held to its commit (ticket_number_reserve), for a
+        # mail certain to open one: a hint only, wrong it leaves a number unused (a gap) or the number taken
+        # inside the unit, as before
+        opens = may_open and not found.ours
         number = ticket_services.ticket_number_reserve(target.license) if opens else None
         for attempt in range(1, storm.ATTEMPTS + 1):
             # the raw file first, before the unit of work: not inside the window where the ticket write holds
@@ -417,13 +418,14 @@ def _store(
                     # answered as a duplicate
                     _inbound_insert.save([inbound], lambda objs: objs[0].save(force_insert=True))
                 break
-            except storm.DecisionChanged:
+            except storm.DecisionChanged as changed:
                 # a limit was reached by another mail's acknowledgement while this one was written: stored again,
-                # from the row as it was (the same ID, time and number; templates_app/inbound/storm.py)
+                # from the row as it was (the same ID, time and number), refused for the limit the confirmation
+                # found reached (templates_app/inbound/storm.py)
                 if attempt == storm.ATTEMPTS:
                     raise
                 inbound = InboundMessage(**fields, id=inbound.pk)
-                found = dataclasses.replace(found, acknowledged=None)  # counted again
+                found = dataclasses.replace(found, acknowledged=changed.reached)
     except BaseException:
         inbound.raw.delete(save=False)
         raise
@@ -465,19 +467,20 @@ def inbound_message_receive(
         raise UnknownRecipient("No such recipient: no help desk receives mail at this address.")
     who = _who(mail, envelope_sender)
     now = timezone.now()  # when it was received: its row's time, the end of the hour the storm limits count
+    may_open = _may_open_a_ticket(target, mail, who, entrance)
     found = lookups(
         target.license,
         message_id=mail.message_id,
         senders=[who.sender, who.requester.email] if who.requester else [who.sender],
         trusted_sender=who.sender,
-        acknowledged=(who.requester.email[:254], now) if who.requester else None,
+        acknowledged=storm.count_ahead(who.requester.email[:254], now) if may_open else None,
     )
     existing = None
     if found.duplicate:
         existing = InboundMessage.objects.filter(license=target.license, message_id=mail.message_id).first()
     if existing is None:
         try:
-            return _store(target, raw, mail, envelope_sender, entrance, who, found, now)
+            return _store(target, raw, mail, envelope_sender, entrance, who, found, now, may_open)
         except IntegrityError:
             existing = InboundMessage.objects.filter(
                 license=target.license, message_id=mail.message_id

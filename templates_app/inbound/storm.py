@@ -14,8 +14,8 @@ confirmations of a license are made one after the other and the second counts th
 statement's snapshot is taken when it starts: after the lock was granted). If a limit is now reached, the write
 rolls back (`DecisionChanged`) and the mail is stored again, refused this time
 (templates_app.inbound.services._store). A refusal needs no confirmation: the hour's counts only grow. On
-SQLite the ticket's insert, before any count, holds the database's write lock to the commit: the count is
-already the serial one.
+SQLite the count is made inside the mail's unit of work, which holds the database's write lock from its start
+(`count_ahead`): it is already the serial one.
 """
 
 from __future__ import annotations
@@ -31,13 +31,23 @@ from templates_app.inbound import parse
 from templates_app.models import InboundMessage
 
 BULK_PRECEDENCE = {"bulk", "list", "junk", "auto_reply"}
-# A mail is written at most twice: its second attempt keeps the first one's time (the hour counted ends there),
-# so its count without lock already sees the acknowledgements that failed the confirmation, and refuses.
+# A mail is written at most twice: the second time refused for the limit its confirmation found reached.
 ATTEMPTS = 2
 
 
 class DecisionChanged(Exception):
     """An acknowledgement allowed by the count without lock: a limit was reached meanwhile (`_confirm`)."""
+
+    def __init__(self, reached: str):
+        super().__init__(reached)
+        self.reached = reached
+
+
+def count_ahead(sender: str, now) -> tuple | None:
+    """What the mail's look-ups count before its unit of work (templates_app.inbound.selectors.lookups:
+    (sender, now)), or None: on SQLite the count stays in the unit, which holds the database's write lock from
+    its start (`transaction_mode` IMMEDIATE): there it is the serial count, and no confirmation follows."""
+    return (sender, now) if connection.vendor == "postgresql" else None
 
 
 def _automatic(mail: parse.ParsedMail, envelope_sender: str | None) -> str:
@@ -130,7 +140,8 @@ def auto_reply_refusal(
 
     Called in the mail's unit of work: an acknowledgement allowed is confirmed before its commit, on PostgreSQL
     (the module's docstring); `inbound_id`: the mail's row, inserted by then. `counted`: the counts of the
-    acknowledgements (`counting`) read before the unit with the mail's other look-ups, if they were."""
+    acknowledgements (`counting`) read before the unit with the mail's other look-ups, if they were; or, when
+    the mail is written again after its confirmation failed, the limit that it found reached."""
     automatic = _automatic(mail, envelope_sender)
     if automatic:
         return f"no auto-reply: {automatic}"
@@ -138,6 +149,8 @@ def auto_reply_refusal(
         return "no auto-reply: spam"
     if blocked:
         return "no auto-reply: blocked sender"
+    if isinstance(counted, str):  # the limit a failed confirmation found reached: no count, no confirmation
+        return f"no auto-reply: {counted}"
     reached = _limit_reached(license, sender, now, counted)
     if reached:
         return f"no auto-reply: {reached}"
