@@ -186,7 +186,8 @@ def _advance(mailbox: Mailbox, validity: int, uid: int, raw: bytes | None) -> bo
 
     Stored again when the mail's acknowledgement, allowed, is no longer once confirmed at the commit (another
     mail's reached a storm limit meanwhile: templates_app/inbound/storm.py); the mail's own unit, nested in this
-    one, cannot: its confirmation runs at this one's commit."""
+    one, cannot: its confirmation runs at this one's commit. The second time is counted afresh; should another
+    acknowledgement beat it again, the poll fails and the next one reads the message (its UID not counted)."""
     for _ in range(storm.ATTEMPTS - 1):
         with contextlib.suppress(storm.DecisionChanged):
             return _store_and_count(mailbox, validity, uid, raw)
