@@ -304,25 +304,34 @@ class _Row(NamedTuple):
     seconds: float
 
 
-def _rows(license_id: int, match, *conditions, **filters) -> list[_Row]:
-    """The license's rows of `filters` as the commit will leave them: as stored, plus what the open unit of
-    work's writes keep for its flush (`match(metric, dim, grain, hour, ident, key)`: the same filter).
+def _rows(license_id: int, dim: str, *, ident=None, metric=None, current: bool = False) -> list[_Row]:
+    """The license's rows of `dim` (of `ident`, of `metric`, of the metrics that read the current assignee),
+    as the commit will leave them: as stored, plus what the open unit of work's writes keep for its flush.
 
     For `unassign`, which moves rows of a deletion's agent or team: its unit's writes (the tickets the agent
     leaves, given back to their teams) are not applied yet, and applying them there would lock the rows before
     the rest of the deletion's locks (its rules', the audit's), out of the order every other write takes."""
-    rows = {
-        (r.metric, r.dim, r.grain, r.hour, r.ident, r.key): [r.count, r.seconds]
-        for r in ReportRollup.objects.filter(*conditions, license_id=license_id, **filters)
-    }
+    stored = ReportRollup.objects.filter(license_id=license_id, dim=dim)
+    if ident is not None:
+        stored = stored.filter(ident=ident)
+    if metric is not None:
+        stored = stored.filter(metric=metric)
+    if current:
+        stored = stored.filter(Q(metric__startswith="status.") | Q(metric__in=_CURRENT))
+    rows = {(r.metric, r.dim, r.grain, r.hour, r.ident, r.key): [r.count, r.seconds] for r in stored}
     unit = current_unit()
     pending = unit.state.get(_PENDING) if unit is not None else None
-    if pending is not None:
-        for key, (count, seconds) in _merged(pending.entries).get(license_id, {}).items():
-            if match(*key):
-                row = rows.setdefault(key, [0, 0.0])
-                row[0] += count
-                row[1] += seconds
+    for key, (count, seconds) in _merged(pending.entries if pending else []).get(license_id, {}).items():
+        row_metric, row_dim, _grain, _hour, row_ident, _key = key
+        if (
+            row_dim == dim
+            and (ident is None or row_ident == ident)
+            and (metric is None or row_metric == metric)
+            and (not current or _reads_current(row_metric))
+        ):
+            row = rows.setdefault(key, [0, 0.0])
+            row[0] += count
+            row[1] += seconds
     return [_Row(*key, *values) for key, values in rows.items()]
 
 
@@ -407,6 +416,11 @@ def _resolved(resolutions):
 _CURRENT = ("rating",)  # and every status.*: the ticket's current assignee, which a deletion sets to none
 
 
+def _reads_current(metric: str) -> bool:
+    """Whether the metric's rows per agent or team are of the ticket's assignee now (not of who answered)."""
+    return metric.startswith("status.") or metric in _CURRENT
+
+
 def _move(rows, dim: str, to: str, delta: dict) -> None:
     """Rows of `dim` to the same rows of ident `to`."""
     for row in rows:
@@ -421,20 +435,10 @@ def unassign(license_id: int, dim: str, ident) -> None:
     the rows of the metrics that read the current assignee (and an agent's "c" rows), and the copies on the
     metrics rows; a team's links go too (`_unlink_team`)."""
     ident = _ident(ident)
-    current = _rows(
-        license_id,
-        lambda metric, d, grain, hour, i, key: (
-            d == dim and i == ident and (metric.startswith("status.") or metric in _CURRENT)
-        ),
-        Q(metric__startswith="status.") | Q(metric__in=_CURRENT),
-        dim=dim,
-        ident=ident,
-    )
     delta: dict = {}
-    _move(current, dim, "", delta)
+    _move(_rows(license_id, dim, ident=ident, current=True), dim, "", delta)
     if dim == _AGENT:
-        is_current = lambda metric, d, grain, hour, i, key: d == _CURRENT_AGENT and i == ident  # noqa: E731
-        _move(_rows(license_id, is_current, dim=_CURRENT_AGENT, ident=ident), _CURRENT_AGENT, "", delta)
+        _move(_rows(license_id, _CURRENT_AGENT, ident=ident), _CURRENT_AGENT, "", delta)
     else:
         _unlink_team(license_id, ident, delta)
     add(license_id, delta)
@@ -445,12 +449,7 @@ def unassign(license_id: int, dim: str, ident) -> None:
 def _unlink_team(license_id: int, team: str, delta: dict) -> None:
     """A deleted team's links go with it (CASCADE): every set of teams holding it becomes the set without it,
     its rows and its members' rows the other set's, and the metrics rows' copies of the links lose it."""
-    members = _rows(
-        license_id,
-        lambda metric, d, *rest: metric == TEAMS_METRIC and d == _MEMBER,
-        metric=TEAMS_METRIC,
-        dim=_MEMBER,
-    )
+    members = _rows(license_id, _MEMBER, metric=TEAMS_METRIC)
     keys = {row.key for row in members if row.ident == team}
     sets: dict = {}
     for row in members:
@@ -462,8 +461,7 @@ def _unlink_team(license_id: int, team: str, delta: dict) -> None:
         for member, change in [(row.ident, -row.count) for row in rows] + [(m, count) for m in smaller]:
             member_key = key if change < 0 else team_set_key(smaller)
             delta.setdefault((TEAMS_METRIC, _MEMBER, HOUR, EPOCH, member, member_key), [0, 0.0])[0] += change
-        of_set = lambda metric, d, grain, hour, i, k, key=key: d == _VISIBLE and i == key  # noqa: E731
-        _move(_rows(license_id, of_set, dim=_VISIBLE, ident=key), _VISIBLE, team_set_key(smaller), delta)
+        _move(_rows(license_id, _VISIBLE, ident=key), _VISIBLE, team_set_key(smaller), delta)
     table, cut = TicketMetrics._meta.db_table, "replace(',' || teams || ',', %s, ',')"
     with connection.cursor() as cursor:  # the sorted list without the team, in every silo
         cursor.execute(
