@@ -27,9 +27,8 @@ when it runs (the audit reads each object's state then), it does not trust what 
 registered. What a write does outside the database, or accumulates in memory for a callback, cannot be read
 again: `on_rollback()` registers what undoes it when a unit of work around the write rolls back (a nested one
 to its savepoint, or the whole). A bare `atomic()` block nested in a unit is not seen: nest a unit of work where
-part of a unit may roll back alone. A unit of work opened inside a bare `transaction.atomic()` (a
-test case's block, Django's own block around a deletion) runs its callbacks at its own exit: still inside that
-transaction.
+part of a unit may roll back alone. A unit of work opened inside a bare `transaction.atomic()` (a test case's
+block, Django's own block around a deletion) runs its callbacks at its own exit: still inside that transaction.
 """
 
 from __future__ import annotations

@@ -808,7 +808,8 @@ def test_a_units_writes_add_to_the_rollups_at_its_end_and_forget_a_nested_unit_r
                 raise RuntimeError("not deleted after all")
             accounts_services.agent_delete(agent=z)
             gone = TeamFactory(license=owner.license)
-            TicketFactory(license=owner.license, teams=[gone, history["team"]])  # its set's rows: pending only
+            # its set of teams' rows are pending only when the team goes
+            TicketFactory(license=owner.license, teams=[gone, history["team"]])
             accounts_services.team_delete(team=gone)
         assert_rollups_recount(owner.license.pk)
     assert rows.filter(dim="a", ident=str(z.pk)).exclude(count=0).count() == 0

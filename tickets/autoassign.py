@@ -61,9 +61,9 @@ def _lock_team(team_id, license_id, exclude=()):
 
     A team nobody is autoassigned in (most) is not locked: its row lock, held to the end of the write, made
     every new ticket of the team wait for the one before it to commit (one of the locks a license's new tickets
-    by mail queued on: bench/README.md "Issue 34: sixth round"). A returned row is
-    a locked one. The condition does not depend on the row: PostgreSQL reads it once, before any wait for the
-    lock, as the annotation that stood here was read; `choose_agent` reads the agents again under the lock."""
+    by mail queued on: bench/README.md "Issue 34: sixth round"). A returned row is a locked one. The condition
+    does not depend on the row: PostgreSQL reads it once, before any wait for the lock, as the annotation that
+    stood here was read; `choose_agent` reads the agents again under the lock."""
     return (
         Team.objects.select_for_update(no_key=True)
         .filter(Exists(_eligible(Team(pk=team_id, license_id=license_id), exclude)), pk=team_id)

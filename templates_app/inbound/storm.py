@@ -75,11 +75,11 @@ def counting(license_id: int, sender: str, now, *, other_than=None) -> tuple[str
     sender, to its domain, in all (`other_than`: leaving out the mail's own row, inserted by the time it is
     confirmed). templates_app.inbound.selectors.lookups reads it with the mail's other look-ups.
 
-    One statement counts all three over the license's last hour (index license, created_at; at most the
-    license limit of rows are acknowledged ones). Written as SQL: the ORM's aggregate with three filtered counts
-    cost 2.9 M interpreter instructions per mail to compile (bench/mail_in.py --instructions, 36.2 M -> 33.3 M).
-    The domain's LIKE pattern and the time are prepared by the backend's operations as the ORM's `endswith` and
-    `gte` prepare them."""
+    One statement counts all three over the license's last hour (the partial index of the acknowledged mail,
+    `inbound_license_acknowledged`: at most the limits' rows, not every mail of the hour). Written as SQL: the
+    ORM's aggregate with three filtered counts cost 2.9 M interpreter instructions per mail to compile
+    (bench/mail_in.py --instructions, 36.2 M -> 33.3 M). The domain's LIKE pattern and the time are prepared by
+    the backend's operations as the ORM's `endswith` and `gte` prepare them."""
     domain = sender.rpartition("@")[2]
     pattern, since = "%@" + connection.ops.prep_for_like_query(domain), now - timedelta(hours=1)
     sql = (
@@ -118,7 +118,7 @@ def _confirm(license: License, sender: str, now, inbound_id) -> None:
     """The acknowledgement allowed without lock, counted again under the license's search generation row lock.
 
     The generation's lock, not one of its own: an advisory lock here cost a statement per new ticket (mail in
-    15.10 -> 14.94 M instructions, bench/README.md "seventh round") for a wait the generation already imposes.
+    15.10 -> 14.91 M instructions, bench/README.md "seventh round") for a wait the generation already imposes.
     tests/test_mail_inbound.py holds a confirmation and checks that the next one waits for its commit."""
     reached = _limit_reached(license, sender, now, other_than=inbound_id)
     if reached:

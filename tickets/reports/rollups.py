@@ -9,8 +9,8 @@ contribution before (from the copies on TicketMetrics) and after (from the ticke
 difference until the unit of work's flush stage (helpdesk.transactions.FLUSH), which adds what all its writes
 kept in one upsert per license (`apply`), in the write's transaction, after the rules have written: the rows are
 locked from there to the commit, and by every write in one place of the lock order (docs/architecture.md). The
-purge subtracts what it deletes (`forget`); a deleted
-agent's or team's current-assignee rows move to "none" (`unassign`), as the tickets' SET_NULL does.
+purge subtracts what it deletes (`forget`); a deleted agent's or team's current-assignee rows move to "none"
+(`unassign`), as the tickets' SET_NULL does.
 
 Reading (`run`): a report without ticket filters (or with `agentIDs[]` alone where the metric's agent rows are
 the ticket's assignee now: `covers`), over a range that starts and ends on whole UTC hours, in a zone whose

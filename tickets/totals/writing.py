@@ -119,8 +119,8 @@ def _declare_changing(writes: _LicenseWrites, license_id: int, ticket_ids) -> No
 def _bump(license_id: int, *, carry: bool = True) -> tuple[int, int] | None:
     """Raise the license's generation in the current transaction, locking its row (SearchGeneration) until the
     commit; returns (before, after). Inbound mail's storm limit relies on that lock too: a new ticket's
-    acknowledgement is confirmed after it (templates_app/inbound/storm.py). Without `carry` (nothing will be carried) in one statement, the old value
-    unread, and returns None."""
+    acknowledgement is confirmed after it (templates_app/inbound/storm.py). Without `carry` (nothing will be
+    carried) in one statement, the old value unread, and returns None."""
     now = time.time_ns() // 1000
     row = SearchGeneration.objects.filter(pk=license_id)
     if not carry:
